@@ -1,0 +1,1 @@
+-- Enter migration here

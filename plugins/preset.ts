@@ -1,0 +1,40 @@
+import { PostGraphileAmberPreset } from "postgraphile/presets/amber";
+import { makePgService } from "postgraphile/adaptors/pg";
+import type pg from "pg";
+import { FoundationPlugin } from "./foundation.js";
+import { maskError } from "../src/http/errors.js";
+import { pgSettingsFor, type Identity } from "../src/http/authenticate.js";
+
+/** The operations of the contract and nothing else: every generated type and field is off. */
+export const schemaPlugins = [FoundationPlugin];
+
+export function makePreset(authPool: pg.Pool, opts: { graphiql: boolean }): GraphileConfig.Preset {
+  return {
+    extends: [PostGraphileAmberPreset],
+    plugins: schemaPlugins,
+    disablePlugins: [
+      "NodePlugin", "AddNodeInterfaceToSuitableTypesPlugin", "RegisterQueryNodePlugin", "NodeAccessorPlugin",
+      "PgTableNodePlugin", "PgNodeIdAttributesPlugin", "MutationPayloadQueryPlugin", "ClientMutationIdDescriptionPlugin",
+      "QueryQueryPlugin", "PgCustomTypeFieldPlugin",
+    ],
+    schema: { defaultBehavior: "-*" },
+    pgServices: [makePgService({ pool: authPool, schemas: ["app_public"] })],
+    grafast: {
+      explain: false,
+      context(requestContext) {
+        // The identity was verified by the authenticate middleware before GraphQL ran.
+        const res = (requestContext as any).expressv4?.res ?? (requestContext as any).node?.res;
+        const identity: Identity = res?.locals?.identity ?? { kind: "anonymous" };
+        return { pgSettings: pgSettingsFor(identity) };
+      },
+    },
+    grafserv: {
+      graphqlPath: "/graphql",
+      graphiql: opts.graphiql,
+      graphiqlPath: "/graphiql",
+      graphiqlOnGraphQLGET: false,
+      websockets: false,
+      maskError,
+    },
+  };
+}

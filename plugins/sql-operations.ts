@@ -1,0 +1,73 @@
+import { loadOneWithPgClient, sideEffectWithPgClient } from "postgraphile/@dataplan/pg";
+import type { PgClient } from "postgraphile/@dataplan/pg";
+import { extendSchema } from "postgraphile/utils";
+import type { DocumentNode } from "postgraphile/graphql";
+
+/**
+ * A contract operation implemented by one SQL function that takes the operation's arguments
+ * (snake_case, by name) and returns the contract's result shape as JSON. The SQL function owns
+ * the rule; this file only translates.
+ */
+export interface SqlOperation {
+  kind: "query" | "mutation";
+  /** Schema-qualified SQL function, e.g. `app_public.create_api_key`. */
+  sqlFunction: string;
+  /** GraphQL argument names, in any order; each maps to the snake_case SQL argument. */
+  args: readonly string[];
+}
+
+export type SqlOperations = Record<string, SqlOperation>;
+
+const snake = (name: string) => name.replace(/[A-Z]/g, (c) => "_" + c.toLowerCase());
+
+/** Builds `select fn(a => $1, b => $2)`, leaving out absent arguments so SQL defaults apply. */
+export function sqlCall(op: SqlOperation, values: Record<string, unknown>): { text: string; values: unknown[] } {
+  const params: unknown[] = [];
+  const named: string[] = [];
+  for (const arg of op.args) {
+    const value = values[arg];
+    if (value === undefined || value === null) continue;
+    params.push(typeof value === "object" ? JSON.stringify(value) : value);
+    named.push(`${snake(arg)} => $${params.length}`);
+  }
+  return { text: `select ${op.sqlFunction}(${named.join(", ")}) as result`, values: params };
+}
+
+/** SQLSTATE class AP: a business failure the mutation reports as `success: false`. */
+const isBusinessFailure = (e: unknown) => typeof (e as { code?: unknown })?.code === "string" && (e as { code: string }).code.startsWith("AP");
+
+async function runMutation(client: PgClient, op: SqlOperation, args: Record<string, unknown>) {
+  try {
+    // A savepoint, so that a failure leaves the request's transaction usable (stack notes §2).
+    return await client.withTransaction(async (tx) => (await tx.query<{ result: unknown }>(sqlCall(op, args))).rows[0].result);
+  } catch (e) {
+    if (isBusinessFailure(e)) return { success: false, error: (e as Error).message };
+    throw e;
+  }
+}
+
+export function sqlOperationsPlugin(name: string, typeDefs: DocumentNode, operations: SqlOperations) {
+  return extendSchema((build) => {
+    const executor = build.input.pgRegistry.pgExecutors.main;
+    const plans: Record<"Query" | "Mutation", Record<string, unknown>> = { Query: {}, Mutation: {} };
+    for (const [field, op] of Object.entries(operations)) {
+      if (op.kind === "query") {
+        plans.Query[field] = (_$root: unknown, fieldArgs: { getRaw(): any }) =>
+          loadOneWithPgClient(executor, fieldArgs.getRaw(), async (client, specs) =>
+            Promise.all(specs.map(async (args) =>
+              (await client.query<{ result: unknown }>(sqlCall(op, args as Record<string, unknown>))).rows[0].result)));
+      } else {
+        plans.Mutation[field] = (_$root: unknown, fieldArgs: { getRaw(): any }) =>
+          sideEffectWithPgClient(executor, fieldArgs.getRaw(), (client, args) =>
+            runMutation(client, op, args as Record<string, unknown>));
+      }
+    }
+    return {
+      typeDefs,
+      objects: {
+        ...(Object.keys(plans.Query).length ? { Query: { plans: plans.Query as any } } : {}),
+        ...(Object.keys(plans.Mutation).length ? { Mutation: { plans: plans.Mutation as any } } : {}),
+      },
+    };
+  }, name);
+}

@@ -1,0 +1,124 @@
+import jwt from "jsonwebtoken";
+import type pg from "pg";
+import type { Config } from "../config.js";
+
+/** A failure the operator caused: printed as one clear line, exit code 1, nothing written. */
+export class CliError extends Error {}
+
+export interface CommandContext {
+  db: pg.Client;
+  config: Config;
+  args: { positionals: string[]; values: Record<string, string | boolean | undefined> };
+  /** Progress lines for long commands; silent with --json. */
+  progress(line: string): void;
+}
+
+export interface Command {
+  usage: string;
+  options: Record<string, { type: "string" | "boolean" }>;
+  /** Needs no database connection. */
+  offline?: boolean;
+  run(ctx: CommandContext): Promise<{ result: Record<string, unknown>; text: string }>;
+}
+
+export function required(ctx: CommandContext, name: string): string {
+  const value = ctx.args.values[name];
+  if (typeof value !== "string" || value.trim() === "") throw new CliError(`--${name} is required.`);
+  return value;
+}
+
+/** Runs SQL and turns our SQL errors (SQLSTATE class AP/AU) into operator errors. */
+export async function sql<T extends pg.QueryResultRow>(db: pg.Client, text: string, values: unknown[] = []): Promise<T[]> {
+  try {
+    return (await db.query<T>(text, values)).rows;
+  } catch (e) {
+    const code = (e as { code?: string }).code ?? "";
+    if (code.startsWith("AP") || code.startsWith("AU")) throw new CliError((e as Error).message);
+    throw e;
+  }
+}
+
+export async function organizationByName(db: pg.Client, name: string): Promise<{ id: string; name: string }> {
+  const rows = await sql<{ id: string; name: string }>(db, "select id, name from app_public.organizations where lower(name) = lower($1)", [name.trim()]);
+  if (!rows[0]) throw new CliError(`No organization named "${name}".`);
+  return rows[0];
+}
+
+const string = { type: "string" } as const;
+
+export const commands: Record<string, Command> = {
+  create_organization: {
+    usage: "create_organization --name N [--currency CAD]",
+    options: { name: string, currency: string },
+    async run(ctx) {
+      const [o] = await sql<{ id: string; name: string; functional_currency: string }>(ctx.db,
+        "select id, name, functional_currency from app_private.create_organization($1, $2)",
+        [required(ctx, "name"), (ctx.args.values.currency as string | undefined) ?? "CAD"]);
+      return { result: { id: o.id, name: o.name, currency: o.functional_currency }, text: `Created organization "${o.name}" (${o.id}), currency ${o.functional_currency}.` };
+    },
+  },
+  create_user: {
+    usage: "create_user --email E [--name N]",
+    options: { email: string, name: string },
+    async run(ctx) {
+      const [u] = await sql<{ id: string; email: string; name: string | null }>(ctx.db,
+        "select id, email, name from app_private.create_user($1, $2)", [required(ctx, "email"), ctx.args.values.name ?? null]);
+      return { result: { id: u.id, email: u.email, name: u.name }, text: `Created user ${u.email} (${u.id}).` };
+    },
+  },
+  add_member: {
+    usage: "add_member --org-name N --email E --role owner|admin|member",
+    options: { "org-name": string, email: string, role: string },
+    async run(ctx) {
+      const org = await organizationByName(ctx.db, required(ctx, "org-name"));
+      const [{ member }] = await sql<{ member: Record<string, unknown> }>(ctx.db,
+        "select app_private.add_member($1, $2, $3) as member", [org.id, required(ctx, "email"), required(ctx, "role")]);
+      return { result: { organizationId: org.id, ...member }, text: `Added ${member.email} to "${org.name}" as ${member.role}.` };
+    },
+  },
+  create_api_key: {
+    usage: "create_api_key --org-name N [--label L]",
+    options: { "org-name": string, label: string },
+    async run(ctx) {
+      const org = await organizationByName(ctx.db, required(ctx, "org-name"));
+      const [{ key }] = await sql<{ key: { apiKey: Record<string, unknown>; secret: string } }>(ctx.db,
+        "select app_private.create_api_key($1, $2) as key", [org.id, ctx.args.values.label ?? ""]);
+      return {
+        result: { organizationId: org.id, ...key.apiKey, secret: key.secret },
+        text: `Created API key ${key.apiKey.id} for "${org.name}". Its secret is shown only now:\n${key.secret}`,
+      };
+    },
+  },
+  revoke_api_key: {
+    usage: "revoke_api_key --org-name N --key-id ID",
+    options: { "org-name": string, "key-id": string },
+    async run(ctx) {
+      const org = await organizationByName(ctx.db, required(ctx, "org-name"));
+      const keyId = required(ctx, "key-id");
+      if (!/^[0-9a-f-]{36}$/i.test(keyId)) throw new CliError("--key-id must be an API key id (UUID).");
+      const rows = await sql<{ id: string; revoked_at: Date }>(ctx.db,
+        "update app_public.api_keys set revoked_at = coalesce(revoked_at, now()) where id = $1 and organization_id = $2 returning id, revoked_at",
+        [keyId, org.id]);
+      if (!rows[0]) throw new CliError(`No API key ${keyId} in "${org.name}".`);
+      return { result: { id: rows[0].id, revokedAt: rows[0].revoked_at.toISOString() }, text: `Revoked API key ${rows[0].id}.` };
+    },
+  },
+  issue_jwt: {
+    usage: "issue_jwt --email E [--expires-in 1h]",
+    options: { email: string, "expires-in": string },
+    async run(ctx) {
+      const email = required(ctx, "email");
+      const rows = await sql<{ id: string }>(ctx.db, "select id from app_public.users where lower(email) = lower($1)", [email.trim()]);
+      if (!rows[0]) throw new CliError(`No user with email "${email}".`);
+      const expiresIn = (ctx.args.values["expires-in"] as string | undefined) ?? "1h";
+      if (!/^\d+[smhd]?$/.test(expiresIn)) throw new CliError("--expires-in must look like 90s, 30m, 1h or 7d.");
+      const privateKey = process.env.JWT_PRIVATE_KEY;
+      if (ctx.config.jwtPublicKey && !privateKey) throw new CliError("JWT_PUBLIC_KEY is set: JWT_PRIVATE_KEY is needed to sign RS256 tokens.");
+      const token = jwt.sign({ sub: rows[0].id }, privateKey ?? ctx.config.jwtSecret, {
+        algorithm: privateKey ? "RS256" : "HS256",
+        expiresIn: (/^\d+$/.test(expiresIn) ? Number(expiresIn) : expiresIn) as jwt.SignOptions["expiresIn"],
+      });
+      return { result: { userId: rows[0].id, token, expiresIn }, text: token };
+    },
+  },
+};

@@ -1,0 +1,52 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import JSON5 from "json5";
+import { migrate, type Settings } from "graphile-migrate";
+import { Logger } from "@graphile/logger";
+import { logger } from "../logger.js";
+import type pg from "pg";
+import { fileURLToPath } from "node:url";
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** Applies committed migrations (a no-op when up to date). */
+export async function runMigrations(databaseUrl: string): Promise<void> {
+  const settings = JSON5.parse(await readFile(path.join(root, ".gmrc"), "utf8")) as Settings;
+  settings.connectionString = databaseUrl;
+  // Its messages go to our structured log (stderr-free stdout keeps the CLI's --json clean).
+  settings.logger = new Logger(() => (level: string, message: string) =>
+    logger[level === "error" ? "error" : level === "warning" ? "warn" : "debug"]({ migrate: true }, message));
+  const cwd = process.cwd();
+  process.chdir(root); // graphile-migrate resolves migrations/ against the working directory
+  try {
+    await migrate(settings, false, false);
+  } finally {
+    process.chdir(cwd);
+  }
+}
+
+/**
+ * Gives the API's login role its password. Roles are cluster-wide; the migration created it
+ * without one, and the owner (who must be able to alter it) sets it at every start.
+ */
+export async function ensureAuthenticatorLogin(owner: pg.Pool, password: string): Promise<void> {
+  const { rows } = await owner.query(
+    "select rolpassword is not null as has_password from pg_authid where rolname = 'accounting_authenticator'",
+  ).catch(() => ({ rows: [] as { has_password: boolean }[] }));
+  // Only a superuser can read pg_authid; others rely on AUTH_DATABASE_URL or an existing password.
+  if (rows.length === 0 && !(await isSuperuser(owner))) return;
+  await owner.query(`alter role accounting_authenticator with login password '${password.replace(/'/g, "''")}'`);
+}
+
+async function isSuperuser(owner: pg.Pool): Promise<boolean> {
+  const { rows } = await owner.query("select rolsuper from pg_roles where rolname = current_user");
+  return rows[0]?.rolsuper === true;
+}
+
+/** True when every committed migration has been applied. */
+export async function migrationsCurrent(owner: pg.Pool): Promise<boolean> {
+  const { readdir } = await import("node:fs/promises");
+  const files = (await readdir(path.join(root, "migrations/committed"))).filter((f) => f.endsWith(".sql"));
+  const { rows } = await owner.query("select count(*)::int as n from graphile_migrate.migrations");
+  return rows[0].n === files.length;
+}

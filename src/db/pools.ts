@@ -1,0 +1,18 @@
+import pg from "pg";
+import { logger } from "../logger.js";
+
+export function makePool(connectionString: string, max = 10): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max });
+  // An idle client's error (e.g. the server restarted) must not crash the process.
+  pool.on("error", (err) => logger.warn({ err: err.message }, "idle database client error"));
+  pool.on("connect", (client) => client.on("error", (err) => logger.warn({ err: err.message }, "database client error")));
+  return pool;
+}
+
+/** The authenticator's URL: same server and database as the owner's, another login role. */
+export function authenticatorUrl(ownerUrl: string, password: string): string {
+  const url = new URL(ownerUrl);
+  url.username = "accounting_authenticator";
+  url.password = password;
+  return url.toString();
+}

@@ -1,0 +1,19 @@
+import type { NextFunction, Request, Response } from "express";
+import { logger } from "../logger.js";
+
+/** One line per request: never headers, credentials or bodies. */
+export function accessLog(req: Request, res: Response, next: NextFunction) {
+  const start = process.hrtime.bigint();
+  res.on("finish", () => {
+    const identity = res.locals.identity;
+    logger.info({
+      requestId: res.locals.requestId,
+      method: req.method,
+      path: req.path,
+      status: res.statusCode,
+      ms: Number(process.hrtime.bigint() - start) / 1e6,
+      caller: identity?.kind === "apiKey" ? `key:${identity.apiKeyId}` : identity?.kind === "user" ? `user:${identity.userId}` : undefined,
+    }, "request");
+  });
+  next();
+}

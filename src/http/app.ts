@@ -1,0 +1,82 @@
+import { createServer, type Server } from "node:http";
+import express, { type NextFunction, type Request, type Response } from "express";
+import { postgraphile } from "postgraphile";
+import { grafserv } from "postgraphile/grafserv/express/v4";
+import type pg from "pg";
+import { makePreset } from "../../plugins/preset.js";
+import type { Config } from "../config.js";
+import { logger } from "../logger.js";
+import { migrationsCurrent } from "../db/migrate.js";
+import { authenticate } from "./authenticate.js";
+import { errorBody } from "./errors.js";
+import { graphqlGate } from "./graphql-gate.js";
+import { idempotency } from "./idempotency.js";
+import { requestContext } from "./request-context.js";
+import { accessLog } from "./access-log.js";
+
+export interface Pools {
+  /** The owner: health checks only here. */
+  owner: pg.Pool;
+  /** The API's role, subject to RLS. */
+  auth: pg.Pool;
+}
+
+export interface AppHandle {
+  app: express.Express;
+  server: Server;
+  close(): Promise<void>;
+}
+
+/** Builds the HTTP app and its GraphQL schema (eagerly, so a broken schema fails at start). */
+export async function makeApp(config: Config, pools: Pools): Promise<AppHandle> {
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("trust proxy", process.env.TRUST_PROXY === "1");
+  const server = createServer(app);
+  const pgl = postgraphile(makePreset(pools.auth, { graphiql: config.graphiql }));
+  const serv = pgl.createServ(grafserv);
+  const schema = await pgl.getSchema();
+
+  app.use(requestContext, accessLog);
+  app.get("/healthz", (_req, res) => { res.json({ status: "ok" }); });
+  app.get("/readyz", async (_req, res) => {
+    try {
+      if (!(await migrationsCurrent(pools.owner))) return res.status(503).json({ status: "migrations pending" });
+      res.json({ status: "ready" });
+    } catch {
+      res.status(503).json({ status: "database unreachable" });
+    }
+  });
+
+  // `/graphql/` is the same endpoint as `/graphql`.
+  app.use((req, _res, next) => { if (req.path === "/graphql/") req.url = "/graphql" + req.url.slice(9); next(); });
+  app.use("/graphql",
+    // grafserv answers in "legacy" application/json mode: HTTP 200 for GraphQL errors (stack notes §4).
+    (req, _res, next) => { if (req.method === "POST") req.headers.accept = "application/json"; next(); },
+    // Credentials first: every request with a valid key counts, whatever its outcome (decisions §3).
+    authenticate(pools.auth, config),
+    express.json({ limit: config.bodyLimit, type: () => true, strict: false }),
+    graphqlGate(() => schema),
+    idempotency(pools.auth),
+  );
+  await serv.addTo(app, server);
+  app.use(jsonErrors);
+
+  return {
+    app,
+    server,
+    async close() {
+      await serv.release();
+      await pgl.release();
+    },
+  };
+}
+
+/** Body-parser and unexpected middleware errors as JSON, with the contract's codes. */
+function jsonErrors(err: unknown, _req: Request, res: Response, _next: NextFunction) {
+  const e = err as { type?: string; status?: number; message?: string };
+  if (e.type === "entity.parse.failed") return res.status(400).json(errorBody("Malformed JSON body.", "BAD_USER_INPUT"));
+  if (e.type === "entity.too.large") return res.status(413).json(errorBody("Request body is too large.", "BAD_USER_INPUT"));
+  logger.error({ requestId: res.locals.requestId, err: { message: e.message } }, "request failed");
+  res.status(500).json(errorBody("Internal error.", "INTERNAL", { requestId: res.locals.requestId }));
+}

@@ -1,0 +1,92 @@
+import { createHash } from "node:crypto";
+import type { NextFunction, Request, Response } from "express";
+import jwt from "jsonwebtoken";
+import type pg from "pg";
+import { errorBody } from "./errors.js";
+import type { Config } from "../config.js";
+
+/** Who is calling, as the server tells PostgreSQL through per-request settings. */
+export type Identity =
+  | { kind: "anonymous" }
+  | { kind: "apiKey"; apiKeyId: string; organizationId: string }
+  | { kind: "user"; userId: string };
+
+const API_KEY_SHAPE = /^acct_[0-9A-Za-z]{40}$/;
+const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export const apiKeyDigest = (secret: string) => createHash("sha256").update(secret, "utf8").digest("hex");
+
+export const identityOf = (res: Response): Identity => res.locals.identity ?? { kind: "anonymous" };
+
+/** Settings for PostgreSQL: the role RLS applies to and the verified identity. */
+export function pgSettingsFor(identity: Identity): Record<string, string> {
+  switch (identity.kind) {
+    case "apiKey":
+      return { role: "accounting_visitor", "app.api_key_id": identity.apiKeyId, "app.organization_id": identity.organizationId };
+    case "user":
+      return { role: "accounting_visitor", "app.user_id": identity.userId };
+    default:
+      return { role: "accounting_visitor" };
+  }
+}
+
+export const rateLimitMessage = (quota: number) => `Rate Limit Exceeded. ${quota.toLocaleString("en-US")} Requests/Hour.`;
+
+/**
+ * Checks the credential (decisions §2 order: present, valid, rate limit). An API key costs one
+ * database round trip, which also counts the request; a JWT is verified locally and its user
+ * looked up. No credential is allowed through: introspection is public, and every data operation
+ * refuses an anonymous caller in SQL.
+ */
+export function authenticate(authPool: pg.Pool, config: Config) {
+  const quota = config.rateLimitPerHour;
+  const verifyKey = config.jwtPublicKey ?? config.jwtSecret;
+  const algorithms: jwt.Algorithm[] = config.jwtPublicKey ? ["RS256"] : ["HS256"];
+
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const header = req.headers.authorization;
+    if (!header) {
+      res.locals.identity = { kind: "anonymous" } satisfies Identity;
+      return next();
+    }
+    const space = header.indexOf(" ");
+    const scheme = space > 0 ? header.slice(0, space).toLowerCase() : "";
+    const token = space > 0 ? header.slice(space + 1).trim() : "";
+    try {
+      if (scheme === "bearer") {
+        if (!API_KEY_SHAPE.test(token)) return res.json(errorBody("Invalid API Key.", "UNAUTHENTICATED"));
+        const { rows } = await authPool.query<{ api_key_id: string; organization_id: string; request_count: number; window_end: Date }>(
+          "select * from app_private.authenticate_api_key($1, $2)", [apiKeyDigest(token), quota]);
+        const key = rows[0];
+        if (!key) return res.json(errorBody("Invalid API Key.", "UNAUTHENTICATED"));
+        const resetSeconds = Math.ceil(key.window_end.getTime() / 1000);
+        res.setHeader("X-RateLimit-Limit", String(quota));
+        res.setHeader("X-RateLimit-Remaining", String(Math.max(quota - key.request_count, 0)));
+        res.setHeader("X-RateLimit-Reset", String(resetSeconds));
+        if (key.request_count > quota) {
+          const retryAfter = Math.max(1, Math.ceil((key.window_end.getTime() - Date.now()) / 1000));
+          res.setHeader("Retry-After", String(retryAfter));
+          return res.status(429).json(errorBody(rateLimitMessage(quota), "RATE_LIMITED"));
+        }
+        res.locals.identity = { kind: "apiKey", apiKeyId: key.api_key_id, organizationId: key.organization_id } satisfies Identity;
+        return next();
+      }
+      if (scheme === "jwt") {
+        let sub: unknown;
+        try {
+          sub = (jwt.verify(token, verifyKey, { algorithms }) as jwt.JwtPayload).sub;
+        } catch {
+          return res.json(errorBody("Invalid Token.", "UNAUTHENTICATED"));
+        }
+        if (typeof sub !== "string" || !UUID_SHAPE.test(sub)) return res.json(errorBody("Invalid Token.", "UNAUTHENTICATED"));
+        const { rows } = await authPool.query<{ ok: boolean }>("select app_private.authenticate_user($1) as ok", [sub]);
+        if (!rows[0]?.ok) return res.json(errorBody("Invalid Token.", "UNAUTHENTICATED"));
+        res.locals.identity = { kind: "user", userId: sub } satisfies Identity;
+        return next();
+      }
+      return res.json(errorBody("Authentication Required.", "UNAUTHENTICATED"));
+    } catch (err) {
+      next(err);
+    }
+  };
+}

@@ -1,0 +1,64 @@
+import { createHash } from "node:crypto";
+import type { NextFunction, Request, Response } from "express";
+import type pg from "pg";
+import { errorBody } from "./errors.js";
+import { identityOf } from "./authenticate.js";
+import { logger } from "../logger.js";
+
+/** A secret is shown once: a replayed createApiKey response carries `secret: null`. */
+const redactSecrets = (body: string) => body.replace(/"secret":"acct_[0-9A-Za-z]{40}"/g, '"secret":null');
+
+/**
+ * `Idempotency-Key` on mutations, as Stripe does: the first request with a key (per credential,
+ * for 24 hours) runs and its response is stored; a repeat gets that response without running the
+ * mutation again; the same key with another body is refused. The claim is a row in PostgreSQL,
+ * so concurrent repeats across server processes run the mutation once.
+ */
+export function idempotency(authPool: pg.Pool) {
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const key = req.get("Idempotency-Key");
+    const identity = identityOf(res);
+    if (key === undefined || res.locals.operationType !== "mutation" || identity.kind === "anonymous") return next();
+    if (key.length < 1 || key.length > 255) {
+      return res.json(errorBody("Idempotency-Key must be 1 to 255 characters.", "BAD_USER_INPUT"));
+    }
+    const credential = identity.kind === "apiKey" ? `key:${identity.apiKeyId}` : `user:${identity.userId}`;
+    const { query, variables, operationName } = req.body as Record<string, unknown>;
+    const digest = createHash("sha256").update(JSON.stringify([query, variables ?? null, operationName ?? null])).digest("hex");
+    try {
+      const { rows } = await authPool.query<{ outcome: string; response_status: number | null; response_body: string | null }>(
+        "select * from app_private.claim_idempotency_key($1, $2, $3, $4)",
+        [credential, key, digest, identity.kind === "apiKey" ? identity.organizationId : null]);
+      const claim = rows[0];
+      if (claim.outcome === "mismatch") {
+        return res.json(errorBody("This Idempotency-Key was already used with a different request.", "BAD_USER_INPUT"));
+      }
+      if (claim.outcome === "in_progress") {
+        return res.json(errorBody("A request with this Idempotency-Key is still running; retry later.", "BAD_USER_INPUT"));
+      }
+      if (claim.outcome === "replay") {
+        res.setHeader("Idempotent-Replayed", "true");
+        return res.status(claim.response_status!).type("application/json").send(claim.response_body);
+      }
+    } catch (err) {
+      return next(err);
+    }
+    captureResponse(res, (status, body) =>
+      authPool.query("select app_private.save_idempotent_response($1, $2, $3, $4)", [credential, key, status, redactSecrets(body)])
+        .catch((err) => logger.error({ err: err.message, requestId: res.locals.requestId }, "could not store idempotent response")));
+    next();
+  };
+}
+
+function captureResponse(res: Response, onDone: (status: number, body: string) => void) {
+  const chunks: Buffer[] = [];
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => Response;
+  const keep = (chunk: unknown, encoding?: unknown) => {
+    if (chunk == null || typeof chunk === "function") return;
+    chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8"));
+  };
+  res.write = ((chunk: unknown, ...rest: unknown[]) => { keep(chunk, rest[0]); return write(chunk, ...rest); }) as Response["write"];
+  res.end = ((chunk?: unknown, ...rest: unknown[]) => { keep(chunk, rest[0]); return end(chunk, ...rest); }) as Response["end"];
+  res.on("finish", () => onDone(res.statusCode, Buffer.concat(chunks).toString("utf8")));
+}
