@@ -1,0 +1,67 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import type { TestProject } from "vitest/node";
+import { startEmbeddedPostgres } from "../../src/db/embedded.js";
+import { ensureAuthenticatorLogin, runMigrations } from "../../src/db/migrate.js";
+
+export const TEMPLATE_DB = "accounting_test_template";
+
+/**
+ * Finds a real PostgreSQL (TEST_DATABASE_URL, else 127.0.0.1:5432, else an embedded one),
+ * migrates a template database once, and hands its server URL to the test files, which each
+ * clone the template into a database of their own.
+ */
+export default async function setup(project: TestProject) {
+  let serverUrl = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+  let stop: (() => Promise<void>) | undefined;
+  let tmp: string | undefined;
+  if (!(await reachable(serverUrl))) {
+    if (process.env.TEST_DATABASE_URL) throw new Error(`TEST_DATABASE_URL is not reachable.`);
+    tmp = mkdtempSync(path.join(os.tmpdir(), "accounting-test-pg-"));
+    process.env.EMBEDDED_PG_PORT ??= "54331";
+    const embedded = await startEmbeddedPostgres(tmp);
+    serverUrl = embedded.url;
+    stop = embedded.stop;
+  }
+  const admin = new pg.Client({ connectionString: serverUrl });
+  await admin.connect();
+  await admin.query(`drop database if exists ${TEMPLATE_DB} with (force)`);
+  await admin.query(`create database ${TEMPLATE_DB}`);
+  await admin.end();
+  const templateUrl = withDatabase(serverUrl, TEMPLATE_DB);
+  await runMigrations(templateUrl);
+  const owner = new pg.Pool({ connectionString: templateUrl, max: 1 });
+  await ensureAuthenticatorLogin(owner, process.env.AUTHENTICATOR_PASSWORD!);
+  await owner.end();
+
+  project.provide("serverUrl", serverUrl);
+  return async () => {
+    await stop?.();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  };
+}
+
+export function withDatabase(url: string, database: string): string {
+  const u = new URL(url);
+  u.pathname = "/" + database;
+  return u.toString();
+}
+
+async function reachable(url: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    serverUrl: string;
+  }
+}
