@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import JSON5 from "json5";
-import { migrate, type Settings } from "graphile-migrate";
+import { migrate, watch, type Settings } from "graphile-migrate";
 import { Logger } from "@graphile/logger";
 import { logger } from "../logger.js";
 import type pg from "pg";
@@ -9,8 +9,11 @@ import { fileURLToPath } from "node:url";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
-/** Applies committed migrations (a no-op when up to date). */
-export async function runMigrations(databaseUrl: string): Promise<void> {
+/**
+ * Applies committed migrations (a no-op when up to date). With `withCurrent`, also runs
+ * migrations/current.sql (work in progress): for development and the test template only.
+ */
+export async function runMigrations(databaseUrl: string, withCurrent = false): Promise<void> {
   const settings = JSON5.parse(await readFile(path.join(root, ".gmrc"), "utf8")) as Settings;
   settings.connectionString = databaseUrl;
   // Its messages go to our structured log (stderr-free stdout keeps the CLI's --json clean).
@@ -20,6 +23,7 @@ export async function runMigrations(databaseUrl: string): Promise<void> {
   process.chdir(root); // graphile-migrate resolves migrations/ against the working directory
   try {
     await migrate(settings, false, false);
+    if (withCurrent) await watch(settings, true, false);
   } finally {
     process.chdir(cwd);
   }

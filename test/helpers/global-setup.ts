@@ -31,7 +31,7 @@ export default async function setup(project: TestProject) {
   await admin.query(`create database ${TEMPLATE_DB}`);
   await admin.end();
   const templateUrl = withDatabase(serverUrl, TEMPLATE_DB);
-  await runMigrations(templateUrl);
+  await runMigrations(templateUrl, true);
   const owner = new pg.Pool({ connectionString: templateUrl, max: 1 });
   await ensureAuthenticatorLogin(owner, process.env.AUTHENTICATOR_PASSWORD!);
   await owner.end();
