@@ -37,16 +37,16 @@ export function localSecret(name: string, envValue: string | undefined, warn: st
   return value;
 }
 
-function positiveInt(name: string, fallback: number): number {
+function wholeNumber(name: string, fallback: number, min = 1): number {
   const raw = process.env[name];
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive whole number, got "${raw}".`);
+  if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be a whole number of at least ${min}, got "${raw}".`);
   return n;
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const port = positiveInt("PORT", 5678);
+  const port = wholeNumber("PORT", 5678, 0); // 0: any free port
   return {
     port,
     host: env.HOST ?? "127.0.0.1",
@@ -56,7 +56,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwtSecret: localSecret("jwt-secret", env.JWT_SECRET,
       "JWT_SECRET is not set: using a generated secret kept in the data folder. Set JWT_SECRET in production."),
     jwtPublicKey: env.JWT_PUBLIC_KEY || undefined,
-    rateLimitPerHour: positiveInt("RATE_LIMIT_PER_HOUR", 5000),
+    rateLimitPerHour: wholeNumber("RATE_LIMIT_PER_HOUR", 5000),
     storageDir: path.resolve(env.STORAGE_DIR ?? path.join(dataDir, "objects")),
     publicUrl: (env.PUBLIC_URL ?? `http://localhost:${port}`).replace(/\/$/, ""),
     dataDir,

@@ -28,7 +28,8 @@ const auth = makePool(config.authDatabaseUrl ?? authenticatorUrl(databaseUrl, co
 const handle = await makeApp(config, { owner, auth });
 const worker: Runner | undefined = config.worker ? await startWorker(owner) : undefined;
 await new Promise<void>((resolve) => handle.server.listen(config.port, config.host, resolve));
-logger.info({ url: `http://${config.host}:${config.port}/graphql`, worker: Boolean(worker), embedded: Boolean(stopDatabase) }, "accounting API listening");
+const { port } = handle.server.address() as import("node:net").AddressInfo;
+logger.info({ url: `http://${config.host}:${port}/graphql`, worker: Boolean(worker), embedded: Boolean(stopDatabase) }, "accounting API listening");
 
 let stopping = false;
 async function shutdown(signal: string) {

@@ -51,10 +51,18 @@ describe("the contract's error messages, in the check order of decisions §2", (
   });
 
   it("API Key Not Authorized For This Organization.", async () => {
-    // listApiKeys is admin-only, so use a data operation: listMembers is admin too; members of
-    // decisions §2 need an org-scoped non-admin operation, which later issues add. Check via SQL:
-    const res = await h.gql("query($org: UUID!) { listMembers(organizationId: $org) { email } }", { org: b.organizationId }, a.apiKey);
-    expect(errorOf(res).message).toBe("API Keys Cannot Perform Admin Operations.");
+    // The access check every non-admin operation runs first, called as the API role with A's key.
+    const client = await h.auth.connect();
+    try {
+      await client.query("begin");
+      await client.query("select set_config('role', 'accounting_visitor', true), set_config('app.api_key_id', $1, true), set_config('app.organization_id', $2, true)",
+        [a.apiKeyId, a.organizationId]);
+      await expect(client.query("select app_private.assert_org_access($1, false)", [b.organizationId]))
+        .rejects.toMatchObject({ message: "API Key Not Authorized For This Organization.", code: "AU403" });
+    } finally {
+      await client.query("rollback");
+      client.release();
+    }
   });
 
   it("Must Be Owner Or Admin.", async () => {

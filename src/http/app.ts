@@ -66,7 +66,7 @@ export async function makeApp(config: Config, pools: Pools): Promise<AppHandle> 
     app,
     server,
     // Releasing the PostGraphile instance releases its grafserv too.
-    close: () => pgl.release(),
+    close: async () => { await pgl.release(); },
   };
 }
 

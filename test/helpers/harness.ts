@@ -37,12 +37,9 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
   const owner = new pg.Pool({ connectionString: databaseUrl, max: 5 });
   const auth = new pg.Pool({ connectionString: authenticatorUrl(databaseUrl, config.authenticatorPassword), max: 20 });
   const apps: AppHandle[] = [];
-  const build = async (o: Partial<Config> = {}) => {
-    const a = await makeApp({ ...config, ...o }, { owner, auth });
-    apps.push(a);
-    return a;
-  };
-  const handle = await build();
+  const extraPools: pg.Pool[] = [];
+  const handle = await makeApp(config, { owner, auth });
+  apps.push(handle);
   return {
     config, owner, auth, databaseUrl, handle,
     gql(query, variables, credential, headers = {}) {
@@ -51,9 +48,17 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
       for (const [k, v] of Object.entries(headers)) r = r.set(k, v);
       return r.send(JSON.stringify({ query, variables }));
     },
-    secondApp: build,
+    async secondApp(o = {}) {
+      // Its own pools: to PostgreSQL it is another server process.
+      const auth2 = new pg.Pool({ connectionString: authenticatorUrl(databaseUrl, config.authenticatorPassword), max: 20 });
+      extraPools.push(auth2);
+      const a = await makeApp({ ...config, ...o }, { owner, auth: auth2 });
+      apps.push(a);
+      return a;
+    },
     async close() {
       for (const a of apps) await a.close();
+      for (const p of extraPools) await p.end();
       await owner.end();
       await auth.end();
       const admin = new pg.Client({ connectionString: serverUrl });

@@ -1,0 +1,86 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTenant, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+
+/** The service as `npm start` runs it, in real processes, with its logs captured. */
+interface Proc { child: ChildProcess; url: string; logs: () => string; exited: Promise<number | null> }
+
+function startServer(databaseUrl: string, env: Record<string, string>): Promise<Proc> {
+  let out = "";
+  const child = spawn(path.resolve("node_modules/.bin/tsx"), ["src/main.ts"], {
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: "0", LOG_LEVEL: "debug", NODE_ENV: "production",
+      DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "accounting-data-")), ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 60_000);
+    const onData = (d: Buffer) => {
+      out += d.toString();
+      const m = out.match(/"url":"(http:\/\/[^"]+)\/graphql"/);
+      if (m) { clearTimeout(timer); resolve({ child, url: m[1], logs: () => out, exited }); }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    child.on("exit", () => reject(new Error(`server exited:\n${out}`)));
+  });
+}
+
+let h: Harness;
+let t: Tenant;
+let servers: Proc[] = [];
+beforeAll(async () => {
+  h = await startHarness();
+  t = await createTenant(h);
+  servers = await Promise.all([1, 2].map(() => startServer(h.databaseUrl, { RATE_LIMIT_PER_HOUR: "4" })));
+});
+afterAll(async () => {
+  for (const s of servers) s.child.kill("SIGKILL");
+  await h?.close();
+});
+
+const gql = (url: string, query: string, auth?: string) =>
+  fetch(`${url}/graphql`, { method: "POST", headers: { "content-type": "application/json", ...(auth ? { authorization: auth } : {}) }, body: JSON.stringify({ query }) });
+
+describe("two server processes on one database", () => {
+  it("share one rate-limit quota", async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 6; i++) statuses.push((await gql(servers[i % 2].url, "{ myOrganizations { id } }", t.apiKey)).status);
+    expect(statuses).toEqual([200, 200, 200, 200, 429, 429]);
+  });
+
+  it("an API key secret and a JWT appear nowhere in the logs or the database after use", async () => {
+    const secret = t.apiKey.slice("Bearer ".length);
+    const token = t.ownerJwt.slice("JWT ".length);
+    await gql(servers[0].url, "{ myOrganizations { id } }", t.ownerJwt);
+    await gql(servers[1].url, "{ nope }", t.apiKey);
+    await gql(servers[1].url, "{ myOrganizations { id } }", `Bearer ${secret.slice(0, -1)}x`);
+    const logs = servers.map((s) => s.logs()).join("\n");
+    expect(logs).toContain('"msg":"request"');
+    expect(logs).not.toContain(secret);
+    expect(logs).not.toContain(secret.slice(5));
+    expect(logs).not.toContain(token);
+    const { rows: tables } = await h.owner.query(`
+      select format('%I.%I', table_schema, table_name) as t from information_schema.tables
+       where table_schema not in ('pg_catalog', 'information_schema') and table_type = 'BASE TABLE'`);
+    for (const { t: table } of tables) {
+      const { rows } = await h.owner.query(`select count(*)::int as n from ${table} x where x::text like $1 or x::text like $2`,
+        [`%${secret.slice(5)}%`, `%${token}%`]);
+      expect({ table, n: rows[0].n }).toEqual({ table, n: 0 });
+    }
+  });
+
+  it("SIGTERM finishes the request in flight, then stops cleanly", async () => {
+    const s = servers[0];
+    const inFlight = gql(s.url, "{ myOrganizations { id } }", t.ownerJwt);
+    await new Promise((r) => setTimeout(r, 5));
+    s.child.kill("SIGTERM");
+    expect((await inFlight).status).toBe(200);
+    expect(await s.exited).toBe(0);
+    expect(s.logs()).toContain('"msg":"stopped"');
+    await expect(gql(s.url, "{ __typename }")).rejects.toThrow();
+  });
+});

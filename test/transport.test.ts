@@ -1,0 +1,92 @@
+import request from "supertest";
+import { GraphQLError } from "postgraphile/graphql";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { maskError } from "../src/http/errors.js";
+import { QUERY_LIMITS } from "../src/http/graphql-gate.js";
+import { createTenant, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+
+let h: Harness;
+let t: Tenant;
+beforeAll(async () => {
+  h = await startHarness({ bodyLimit: "10kb" });
+  t = await createTenant(h);
+});
+afterAll(() => h?.close());
+
+const post = (body: string, contentType = "application/json") =>
+  request(h.handle.app).post("/graphql").set("Content-Type", contentType).set("Authorization", t.apiKey).send(body);
+
+describe("HTTP status and error codes (decisions §4)", () => {
+  it.each([
+    ["a body that is not JSON", "{not json", "Malformed JSON body."],
+    ["a JSON body without query", JSON.stringify({ variables: {} }), "The request body must be a JSON object with a query string."],
+    ["a query that does not parse", JSON.stringify({ query: "{ myOrganizations { id }" }), "Syntax Error: Expected Name, found <EOF>."],
+    ["a batched array", JSON.stringify([{ query: "{ __typename }" }, { query: "{ __typename }" }]), "Batched requests are not supported: send one operation per request."],
+  ])("400 for %s", async (_name, body, message) => {
+    const res = await post(body);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ errors: [{ message, extensions: { code: "BAD_USER_INPUT" } }] });
+  });
+
+  it("400 for another content type", async () => {
+    const res = await post("{ __typename }", "application/graphql");
+    expect(res.status).toBe(400);
+    expect(res.body.errors[0].extensions.code).toBe("BAD_USER_INPUT");
+  });
+
+  it("413 for a body over the limit", async () => {
+    const res = await post(JSON.stringify({ query: "{ __typename }", variables: { pad: "x".repeat(20_000) } }));
+    expect(res.status).toBe(413);
+    expect(res.body.errors[0]).toEqual({ message: "Request body is too large.", extensions: { code: "BAD_USER_INPUT" } });
+  });
+
+  it("200 with BAD_USER_INPUT for unknown fields and bad variable types", async () => {
+    const unknown = await post(JSON.stringify({ query: "{ nope }" }));
+    expect(unknown.status).toBe(200);
+    expect(unknown.body.errors[0]).toMatchObject({ message: 'Cannot query field "nope" on type "Query".', extensions: { code: "BAD_USER_INPUT" } });
+    const badVar = await post(JSON.stringify({ query: "query($o: UUID!) { listMembers(organizationId: $o) { email } }", variables: { o: 42 } }));
+    expect(badVar.status).toBe(200);
+    expect(badVar.body.errors[0].extensions.code).toBe("BAD_USER_INPUT");
+  });
+
+  it("refuses queries over the depth, field and root-field limits", async () => {
+    const roots = Array.from({ length: QUERY_LIMITS.maxRootFields + 1 }, (_, i) => `a${i}: myOrganizations { id }`).join(" ");
+    const res = await post(JSON.stringify({ query: `{ ${roots} }` }));
+    expect(res.status).toBe(200);
+    expect(res.body.errors[0]).toEqual({ message: `Query has too many operations: ${QUERY_LIMITS.maxRootFields + 1} root fields, at most ${QUERY_LIMITS.maxRootFields}.`, extensions: { code: "BAD_USER_INPUT" } });
+    const fields = Array.from({ length: QUERY_LIMITS.maxFields }, (_, i) => `f${i}: id`).join(" ");
+    const wide = await post(JSON.stringify({ query: `{ myOrganizations { ${fields} } }` }));
+    expect(wide.body.errors[0].message).toMatch(/^Query selects too many fields/);
+  });
+
+  it("introspection is not counted against the limits", async () => {
+    const res = await post(JSON.stringify({ query: "{ __schema { types { name fields { name type { name ofType { name ofType { name ofType { name ofType { name ofType { name } } } } } } } } } }" }));
+    expect(res.status).toBe(200);
+    expect(res.body.data.__schema.types.length).toBeGreaterThan(5);
+  });
+
+  it("/graphql/ is the same endpoint", async () => {
+    const res = await request(h.handle.app).post("/graphql/").set("Content-Type", "application/json").set("Authorization", t.apiKey)
+      .send(JSON.stringify({ query: "{ myOrganizations { id } }" }));
+    expect(dataOf(res, "myOrganizations")).toEqual([{ id: t.organizationId }]);
+  });
+
+  it("masks unexpected failures as Internal error. with a request id", () => {
+    const masked = maskError(new GraphQLError("boom", { originalError: Object.assign(new Error("relation x does not exist"), { code: "42P01" }) }));
+    expect(masked.message).toBe("Internal error.");
+    expect(masked.extensions.code).toBe("INTERNAL");
+    expect(masked.extensions.requestId).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe("health and IDE", () => {
+  it("/healthz answers while alive, /readyz when the database is reachable and migrated", async () => {
+    expect((await request(h.handle.app).get("/healthz")).body).toEqual({ status: "ok" });
+    expect((await request(h.handle.app).get("/readyz")).body).toEqual({ status: "ready" });
+  });
+  it("serves Ruru at /graphiql", async () => {
+    const res = await request(h.handle.app).get("/graphiql").set("Accept", "text/html");
+    expect(res.status).toBe(200);
+    expect(res.text).toContain("Ruru");
+  });
+});
