@@ -18,5 +18,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     env: testEnv,
+    reporters: ["default", "./test/helpers/summary-reporter.ts"],
   },
 });

@@ -1,0 +1,79 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import autocannon from "autocannon";
+import pg from "pg";
+import { ensureAuthenticatorLogin, runMigrations } from "../src/db/migrate.js";
+
+/** The server benchmarks run on: BENCH_DATABASE_URL's, else the machine's 127.0.0.1:5432. */
+export const benchServerUrl = process.env.BENCH_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
+export const AUTHENTICATOR_PASSWORD = process.env.AUTHENTICATOR_PASSWORD ?? "bench-authenticator";
+
+export function databaseUrl(name: string): string {
+  const u = new URL(benchServerUrl);
+  u.pathname = "/" + name;
+  return u.toString();
+}
+
+/** A migrated database named `name`; recreated when `fresh`. */
+export async function benchDatabase(name: string, fresh = true): Promise<string> {
+  const admin = new pg.Client({ connectionString: benchServerUrl });
+  await admin.connect();
+  const exists = (await admin.query("select 1 from pg_database where datname = $1", [name])).rowCount;
+  if (fresh || !exists) {
+    await admin.query(`drop database if exists ${name} with (force)`);
+    await admin.query(`create database ${name}`);
+  }
+  await admin.end();
+  const url = databaseUrl(name);
+  await runMigrations(url);
+  const owner = new pg.Pool({ connectionString: url, max: 1 });
+  await ensureAuthenticatorLogin(owner, AUTHENTICATOR_PASSWORD);
+  await owner.end();
+  return url;
+}
+
+export interface ServerProcess { url: string; stop(): Promise<void>; child: ChildProcess }
+
+/** The service in its own process, as `npm start` runs it (worker off, quota out of the way). */
+export function startServer(dbUrl: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+  let out = "";
+  const child = spawn(path.resolve("node_modules/.bin/tsx"), ["src/main.ts"], {
+    env: {
+      ...process.env, DATABASE_URL: dbUrl, PORT: "0", WORKER: "off", LOG_LEVEL: "info", NODE_ENV: "production",
+      GRAPHILE_ENV: "production", AUTHENTICATOR_PASSWORD, RATE_LIMIT_PER_HOUR: "100000000", JWT_SECRET: "bench-jwt-secret",
+      DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "accounting-bench-")), ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
+  return new Promise((resolve, reject) => {
+    let started = false;
+    const onData = (d: Buffer) => {
+      if (started) return; // request logs are written (as in production) but not kept
+      out += d.toString();
+      const m = out.match(/"url":"(http:\/\/[^"]+)\/graphql"/);
+      if (m) {
+        started = true;
+        resolve({ url: m[1], child, stop: async () => { child.kill("SIGTERM"); await exited; } });
+      }
+    };
+    child.stdout!.on("data", onData);
+    child.stderr!.on("data", onData);
+    child.on("exit", (code) => reject(new Error(`server exited with ${code}:\n${out}`)));
+  });
+}
+
+export interface LoadResult { rps: number; p50: number; p99: number; p95?: number; non2xx: number; errors: number; requests: number }
+
+/** autocannon: `connections` clients for `seconds`, POSTing one GraphQL body. */
+export async function load(url: string, body: unknown, headers: Record<string, string> = {}, connections = 10, seconds = 10): Promise<LoadResult> {
+  const r = await autocannon({
+    url: `${url}/graphql`, method: "POST", connections, duration: seconds,
+    headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body),
+  });
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, requests: r.requests.total };
+}
+
+export const fmt = (r: LoadResult) => `${r.rps.toFixed(0)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${r.requests} requests, ${r.non2xx} non-2xx, ${r.errors} errors)`;
