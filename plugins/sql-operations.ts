@@ -28,7 +28,7 @@ export function sqlCall(op: SqlOperation, values: Record<string, unknown>): { te
     const value = values[arg];
     if (value === undefined || value === null) continue;
     params.push(typeof value === "object" ? JSON.stringify(value) : value);
-    named.push(`${snake(arg)} => $${params.length}`);
+    named.push(`"${snake(arg)}" => $${params.length}`); // quoted: `limit` and `offset` are reserved words
   }
   return { text: `select ${op.sqlFunction}(${named.join(", ")}) as result`, values: params };
 }

@@ -4,6 +4,7 @@ import pg from "pg";
 import type { Config } from "../config.js";
 import { startEmbeddedPostgres } from "../db/embedded.js";
 import { runMigrations } from "../db/migrate.js";
+import { canConnect } from "../db/pools.js";
 
 /**
  * The owner's connection for operator commands: DATABASE_URL, else the embedded PostgreSQL that
@@ -18,7 +19,7 @@ export async function openOwnerDatabase(config: Config): Promise<{ client: pg.Cl
     const candidate = existsSync(passwordFile)
       ? `postgres://postgres:${encodeURIComponent((await import("node:fs")).readFileSync(passwordFile, "utf8").trim())}@127.0.0.1:${port}/accounting`
       : undefined;
-    if (candidate && (await reachable(candidate))) {
+    if (candidate && (await canConnect(candidate))) {
       url = candidate;
     } else {
       const embedded = await startEmbeddedPostgres(config.dataDir);
@@ -30,15 +31,4 @@ export async function openOwnerDatabase(config: Config): Promise<{ client: pg.Cl
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   return { client, close: async () => { await client.end(); await stop?.(); } };
-}
-
-async function reachable(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 2000 });
-  try {
-    await client.connect();
-    await client.end();
-    return true;
-  } catch {
-    return false;
-  }
 }

@@ -16,3 +16,15 @@ export function authenticatorUrl(ownerUrl: string, password: string): string {
   url.password = password;
   return url.toString();
 }
+
+/** True when a connection can be opened within a few seconds. */
+export async function canConnect(connectionString: string): Promise<boolean> {
+  const client = new pg.Client({ connectionString, connectionTimeoutMillis: 3000 });
+  try {
+    await client.connect();
+    await client.end();
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -5,6 +5,7 @@ import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { startEmbeddedPostgres } from "../../src/db/embedded.js";
 import { ensureAuthenticatorLogin, runMigrations } from "../../src/db/migrate.js";
+import { canConnect } from "../../src/db/pools.js";
 
 export const TEMPLATE_DB = "accounting_test_template";
 
@@ -17,7 +18,7 @@ export default async function setup(project: TestProject) {
   let serverUrl = process.env.TEST_DATABASE_URL ?? "postgres://postgres@127.0.0.1:5432/postgres";
   let stop: (() => Promise<void>) | undefined;
   let tmp: string | undefined;
-  if (!(await reachable(serverUrl))) {
+  if (!(await canConnect(serverUrl))) {
     if (process.env.TEST_DATABASE_URL) throw new Error(`TEST_DATABASE_URL is not reachable.`);
     tmp = mkdtempSync(path.join(os.tmpdir(), "accounting-test-pg-"));
     process.env.EMBEDDED_PG_PORT ??= "54331";
@@ -47,17 +48,6 @@ export function withDatabase(url: string, database: string): string {
   const u = new URL(url);
   u.pathname = "/" + database;
   return u.toString();
-}
-
-async function reachable(url: string): Promise<boolean> {
-  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 3000 });
-  try {
-    await client.connect();
-    await client.end();
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 declare module "vitest" {
