@@ -2,11 +2,12 @@ import { PostGraphileAmberPreset } from "postgraphile/presets/amber";
 import { makePgService } from "postgraphile/adaptors/pg";
 import type pg from "pg";
 import { FoundationPlugin } from "./foundation.js";
+import { MasterDataPlugins } from "./master-data.js";
 import { maskError } from "../src/http/errors.js";
 import { pgSettingsFor, type Identity } from "../src/http/authenticate.js";
 
 /** The operations of the contract and nothing else: every generated type and field is off. */
-export const schemaPlugins = [FoundationPlugin];
+export const schemaPlugins = [FoundationPlugin, ...MasterDataPlugins];
 
 export function makePreset(authPool: pg.Pool, opts: { graphiql: boolean }): GraphileConfig.Preset {
   return {

@@ -50,7 +50,25 @@ describe("the contract's error messages, in the check order of decisions §2", (
     expect(errorOf(res)).toEqual({ message, code });
   });
 
-  it("API Key Not Authorized For This Organization.", async () => {
+  it.each([
+    ["a key of another organization", () => [b.organizationId, a.apiKey], "API Key Not Authorized For This Organization.", "FORBIDDEN"],
+    ["a key of another organization, on an unknown organization: not found comes first", () => ["00000000-0000-4000-8000-000000000000", a.apiKey], "Organization Not Found.", "NOT_FOUND"],
+    ["a user of another organization", () => [b.organizationId, a.ownerJwt], "Not A Member Of This Organization.", "FORBIDDEN"],
+    ["no credential, on an unknown organization: authentication comes first", () => ["00000000-0000-4000-8000-000000000000", undefined], "Authentication Required.", "UNAUTHENTICATED"],
+  ] as const)("a data operation (listAccounts) with %s", async (_name, make, message, code) => {
+    const [org, credential] = make();
+    const res = await h.gql("query($o: UUID!) { listAccounts(organizationId: $o) { totalCount } }", { o: org }, credential);
+    expect(res.status).toBe(200);
+    expect(errorOf(res)).toEqual({ message, code });
+    expect(res.body.data).toBeNull();
+  });
+
+  it("an invalid key is refused before the organization is looked at", async () => {
+    const res = await h.gql("query($o: UUID!) { listAccounts(organizationId: $o) { totalCount } }", { o: "00000000-0000-4000-8000-000000000000" }, "Bearer acct_" + "y".repeat(40));
+    expect(errorOf(res)).toEqual({ message: "Invalid API Key.", code: "UNAUTHENTICATED" });
+  });
+
+  it("API Key Not Authorized For This Organization. also at the SQL level", async () => {
     // The access check every non-admin operation runs first, called as the API role with A's key.
     const client = await h.auth.connect();
     try {

@@ -7,7 +7,6 @@ import { startEmbeddedPostgres } from "../../src/db/embedded.js";
 import { ensureAuthenticatorLogin, runMigrations } from "../../src/db/migrate.js";
 import { canConnect } from "../../src/db/pools.js";
 
-export const TEMPLATE_DB = "accounting_test_template";
 
 /**
  * Finds a real PostgreSQL (TEST_DATABASE_URL, else 127.0.0.1:5432, else an embedded one),
@@ -26,6 +25,8 @@ export default async function setup(project: TestProject) {
     serverUrl = embedded.url;
     stop = embedded.stop;
   }
+  // One template per run, so that concurrent runs on one server do not break each other.
+  const TEMPLATE_DB = `accounting_test_template_${process.pid}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
   await admin.query(`drop database if exists ${TEMPLATE_DB} with (force)`);
@@ -38,7 +39,12 @@ export default async function setup(project: TestProject) {
   await owner.end();
 
   project.provide("serverUrl", serverUrl);
+  project.provide("templateDb", TEMPLATE_DB);
   return async () => {
+    const cleanup = new pg.Client({ connectionString: serverUrl });
+    await cleanup.connect();
+    await cleanup.query(`drop database if exists ${TEMPLATE_DB} with (force)`);
+    await cleanup.end();
     await stop?.();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   };
@@ -53,5 +59,6 @@ export function withDatabase(url: string, database: string): string {
 declare module "vitest" {
   export interface ProvidedContext {
     serverUrl: string;
+    templateDb: string;
   }
 }

@@ -4,9 +4,9 @@ import pg from "pg";
 import request from "supertest";
 import { inject } from "vitest";
 import { loadConfig, type Config } from "../../src/config.js";
-import { authenticatorUrl } from "../../src/db/pools.js";
+import { authenticatorUrl, makePool } from "../../src/db/pools.js";
 import { makeApp, type AppHandle } from "../../src/http/app.js";
-import { TEMPLATE_DB, withDatabase } from "./global-setup.js";
+import { withDatabase } from "./global-setup.js";
 
 export interface Harness {
   config: Config;
@@ -26,16 +26,18 @@ export interface Harness {
 /** A fresh database cloned from the migrated template, and the real app over it. */
 export async function startHarness(overrides: Partial<Config> = {}): Promise<Harness> {
   const serverUrl = inject("serverUrl");
+  const templateDb = inject("templateDb");
   const dbName = `accounting_test_${randomUUID().replace(/-/g, "").slice(0, 16)}`;
   const admin = new pg.Client({ connectionString: serverUrl });
   await admin.connect();
-  await admin.query(`create database ${dbName} template ${TEMPLATE_DB}`);
+  await admin.query(`create database ${dbName} template ${templateDb}`);
   await admin.end();
 
   const databaseUrl = withDatabase(serverUrl, dbName);
   const config = { ...loadConfig(), databaseUrl, ...overrides };
-  const owner = new pg.Pool({ connectionString: databaseUrl, max: 5 });
-  const auth = new pg.Pool({ connectionString: authenticatorUrl(databaseUrl, config.authenticatorPassword), max: 20 });
+  // makePool: an error on an idle client (e.g. the forced drop below) is logged, not thrown.
+  const owner = makePool(databaseUrl, 5);
+  const auth = makePool(authenticatorUrl(databaseUrl, config.authenticatorPassword), 20);
   const apps: AppHandle[] = [];
   const extraPools: pg.Pool[] = [];
   const handle = await makeApp(config, { owner, auth });
@@ -50,7 +52,7 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
     },
     async secondApp(o = {}) {
       // Its own pools: to PostgreSQL it is another server process.
-      const auth2 = new pg.Pool({ connectionString: authenticatorUrl(databaseUrl, config.authenticatorPassword), max: 20 });
+      const auth2 = makePool(authenticatorUrl(databaseUrl, config.authenticatorPassword), 20);
       extraPools.push(auth2);
       const a = await makeApp({ ...config, ...o }, { owner, auth: auth2 });
       apps.push(a);

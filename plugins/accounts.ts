@@ -1,0 +1,54 @@
+import { gql } from "postgraphile/utils";
+import { sqlOperationsPlugin } from "./sql-operations.js";
+
+/** The chart of accounts (contract: Account; decisions §7). Batch creation is in batches.ts. */
+export const AccountsPlugin = sqlOperationsPlugin("AccountsPlugin", gql`
+  """
+  An account of the chart. currentBalance is a number from posted journal lines (debit-normal for
+  asset/expense, credit-normal otherwise). lastFour matches card/bank statements; parentId makes it a sub-account.
+  """
+  type Account {
+    id: UUID! name: String! accountType: String! classification: String! subType: String!
+    lastFour: String parentId: UUID currentBalance: Float! active: Boolean! taxCode: TaxCode
+    created: String! updated: String!
+  }
+  type AccountPage { items: [Account!]! totalCount: Int! pageSize: Int! offset: Int! }
+  type AccountResult { success: Boolean! error: String account: Account }
+
+  extend type Query {
+    """
+    Accounts, by name unless sortBy says otherwise: name, accountType, classification, subType,
+    currentBalance, active, created, updated (ties by name, then id). search matches the name.
+    Optional filters: active, classification.
+    """
+    listAccounts(organizationId: UUID!, limit: Int, offset: Int, search: String, sortBy: String, sortDir: String,
+      active: Boolean, classification: String): AccountPage!
+  }
+  extend type Mutation {
+    """
+    Creates an account from taxCodeId (type and classification follow from the GIFI code), or from
+    accountType + classification (with taxCodeId too, the code is linked and must have that classification).
+    A sub-account (parentId) has its parent's classification.
+    """
+    createAccount(organizationId: UUID!, name: String!, taxCodeId: UUID, accountType: String, classification: String,
+      subType: String, lastFour: String, parentId: UUID): AccountResult!
+    """
+    Changes name, lastFour ("" removes it), parent (clearParent: true makes it top-level), tax code
+    (same classification) or subType. Absent arguments leave the field as it is.
+    """
+    updateAccount(organizationId: UUID!, accountId: UUID!, name: String, lastFour: String, parentId: UUID,
+      clearParent: Boolean, taxCodeId: UUID, subType: String): AccountResult!
+    "Accounts are never deleted: a deactivated account keeps its history, takes no new use, and its category rules stop matching."
+    deactivateAccount(organizationId: UUID!, accountId: UUID!): AccountResult!
+    reactivateAccount(organizationId: UUID!, accountId: UUID!): AccountResult!
+  }
+`, {
+  listAccounts: { kind: "query", sqlFunction: "app_public.list_accounts",
+    args: ["organizationId", "limit", "offset", "search", "sortBy", "sortDir", "active", "classification"] },
+  createAccount: { kind: "mutation", sqlFunction: "app_public.create_account",
+    args: ["organizationId", "name", "taxCodeId", "accountType", "classification", "subType", "lastFour", "parentId"] },
+  updateAccount: { kind: "mutation", sqlFunction: "app_public.update_account",
+    args: ["organizationId", "accountId", "name", "lastFour", "parentId", "clearParent", "taxCodeId", "subType"] },
+  deactivateAccount: { kind: "mutation", sqlFunction: "app_public.deactivate_account", args: ["organizationId", "accountId"] },
+  reactivateAccount: { kind: "mutation", sqlFunction: "app_public.reactivate_account", args: ["organizationId", "accountId"] },
+});

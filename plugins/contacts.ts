@@ -1,0 +1,39 @@
+import { gql } from "postgraphile/utils";
+import { sqlOperationsPlugin } from "./sql-operations.js";
+
+/** Vendors and customers (contract: Contact; decisions §7). Batch creation is in batches.ts. */
+export const ContactsPlugin = sqlOperationsPlugin("ContactsPlugin", gql`
+  "A vendor or customer. email and phone are \\"\\" when absent; balance is a number."
+  type Contact {
+    id: UUID! contactType: String! displayName: String! email: String! phone: String! balance: Float!
+    active: Boolean! created: String! updated: String!
+  }
+  type ContactPage { items: [Contact!]! totalCount: Int! pageSize: Int! offset: Int! }
+  type ContactResult { success: Boolean! error: String contact: Contact }
+
+  extend type Query {
+    """
+    Contacts, by displayName unless sortBy says otherwise: displayName, contactType, email, balance,
+    created, updated. search matches display name and email. Optional filters: contactType, active.
+    """
+    listContacts(organizationId: UUID!, limit: Int, offset: Int, search: String, sortBy: String, sortDir: String,
+      contactType: String, active: Boolean): ContactPage!
+  }
+  extend type Mutation {
+    "contactType is vendor or customer; displayName is unique per type, case-insensitively."
+    createContact(organizationId: UUID!, contactType: String!, displayName: String!, email: String, phone: String): ContactResult!
+    "Absent arguments leave the field as it is; email or phone \\"\\" removes it."
+    updateContact(organizationId: UUID!, contactId: UUID!, contactType: String, displayName: String, email: String, phone: String): ContactResult!
+    deactivateContact(organizationId: UUID!, contactId: UUID!): ContactResult!
+    reactivateContact(organizationId: UUID!, contactId: UUID!): ContactResult!
+  }
+`, {
+  listContacts: { kind: "query", sqlFunction: "app_public.list_contacts",
+    args: ["organizationId", "limit", "offset", "search", "sortBy", "sortDir", "contactType", "active"] },
+  createContact: { kind: "mutation", sqlFunction: "app_public.create_contact",
+    args: ["organizationId", "contactType", "displayName", "email", "phone"] },
+  updateContact: { kind: "mutation", sqlFunction: "app_public.update_contact",
+    args: ["organizationId", "contactId", "contactType", "displayName", "email", "phone"] },
+  deactivateContact: { kind: "mutation", sqlFunction: "app_public.deactivate_contact", args: ["organizationId", "contactId"] },
+  reactivateContact: { kind: "mutation", sqlFunction: "app_public.reactivate_contact", args: ["organizationId", "contactId"] },
+});
