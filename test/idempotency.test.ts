@@ -27,6 +27,16 @@ describe("Idempotency-Key on mutations", () => {
     expect(await keyCount()).toBe(before + 1);
   });
 
+  it("no secret is stored or replayed, whatever the field's alias", async () => {
+    const aliased = "mutation($o: UUID!) { createApiKey(organizationId: $o, label: \"alias\") { success s: secret } }";
+    const first = dataOf(await h.gql(aliased, { o: t.organizationId }, t.ownerJwt, { "Idempotency-Key": "k-alias" }), "createApiKey");
+    expect(first.s).toMatch(/^acct_/);
+    const again = dataOf(await h.gql(aliased, { o: t.organizationId }, t.ownerJwt, { "Idempotency-Key": "k-alias" }), "createApiKey");
+    expect(again).toEqual({ success: true, s: null });
+    const { rows } = await h.owner.query("select count(*)::int as n from app_public.idempotency_records where response_body like '%acct\\_%'");
+    expect(rows[0].n).toBe(0);
+  });
+
   it("the same key with another request is refused and runs nothing", async () => {
     const before = await keyCount();
     await h.gql(CREATE_KEY, { o: t.organizationId, label: "a" }, t.ownerJwt, { "Idempotency-Key": "k-2" });

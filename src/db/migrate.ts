@@ -4,7 +4,7 @@ import JSON5 from "json5";
 import { migrate, watch, type Settings } from "graphile-migrate";
 import { Logger } from "@graphile/logger";
 import { logger } from "../logger.js";
-import type pg from "pg";
+import pg from "pg";
 import { fileURLToPath } from "node:url";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
@@ -19,13 +19,19 @@ export async function runMigrations(databaseUrl: string, withCurrent = false): P
   // Its messages go to our structured log (stderr-free stdout keeps the CLI's --json clean).
   settings.logger = new Logger(() => (level: string, message: string) =>
     logger[level === "error" ? "error" : level === "warning" ? "warn" : "debug"]({ migrate: true }, message));
+  // graphile-migrate only tries its lock and fails when another process holds it; servers starting
+  // together wait here instead, and the later ones find nothing left to do.
+  const lock = new pg.Client({ connectionString: databaseUrl });
+  await lock.connect();
   const cwd = process.cwd();
-  process.chdir(root); // graphile-migrate resolves migrations/ against the working directory
   try {
+    await lock.query("select pg_advisory_lock(hashtext('accounting-api:migrate'))");
+    process.chdir(root); // graphile-migrate resolves migrations/ against the working directory
     await migrate(settings, false, false);
     if (withCurrent) await watch(settings, true, false);
   } finally {
     process.chdir(cwd);
+    await lock.end();
   }
 }
 
@@ -39,7 +45,19 @@ export async function ensureAuthenticatorLogin(owner: pg.Pool, password: string)
   ).catch(() => ({ rows: [] as { has_password: boolean }[] }));
   // Only a superuser can read pg_authid; others rely on AUTH_DATABASE_URL or an existing password.
   if (rows.length === 0 && !(await isSuperuser(owner))) return;
-  await owner.query(`alter role accounting_authenticator with login password '${password.replace(/'/g, "''")}'`);
+  // Kept out of the statement log: the password is part of the statement's text.
+  const client = await owner.connect();
+  try {
+    await client.query("begin");
+    await client.query("set local log_statement = 'none'");
+    await client.query(`alter role accounting_authenticator with login password '${password.replace(/'/g, "''")}'`);
+    await client.query("commit");
+  } catch (e) {
+    await client.query("rollback");
+    throw e;
+  } finally {
+    client.release();
+  }
 }
 
 async function isSuperuser(owner: pg.Pool): Promise<boolean> {

@@ -5,8 +5,8 @@ import { errorBody } from "./errors.js";
 import { identityOf } from "./authenticate.js";
 import { logger } from "../logger.js";
 
-/** A secret is shown once: a replayed createApiKey response carries `secret: null`. */
-const redactSecrets = (body: string) => body.replace(/"secret":"acct_[0-9A-Za-z]{40}"/g, '"secret":null');
+/** A secret is shown once: a replayed createApiKey response carries null where the secret was (whatever the field's alias). */
+const redactSecrets = (body: string) => body.replace(/"acct_[0-9A-Za-z]{40}"/g, "null");
 
 /**
  * `Idempotency-Key` on mutations, as Stripe does: the first request with a key (per credential,
