@@ -2,16 +2,19 @@ import { PostGraphileAmberPreset } from "postgraphile/presets/amber";
 import { makePgService } from "postgraphile/adaptors/pg";
 import type pg from "pg";
 import { FoundationPlugin } from "./foundation.js";
+import { LedgerEventsPlugin } from "./ledger-events.js";
+import { ReportsPlugin } from "./reports.js";
+import { ReportingPreset, reportingSchemas } from "./reporting.js";
 import { MasterDataPlugins } from "./master-data.js";
 import { maskError } from "../src/http/errors.js";
 import { pgSettingsFor, type Identity } from "../src/http/authenticate.js";
 
 /** The operations of the contract and nothing else: every generated type and field is off. */
-export const schemaPlugins = [FoundationPlugin, ...MasterDataPlugins];
+export const schemaPlugins = [FoundationPlugin, ...MasterDataPlugins, LedgerEventsPlugin, ReportsPlugin];
 
 export function makePreset(authPool: pg.Pool, opts: { graphiql: boolean }): GraphileConfig.Preset {
   return {
-    extends: [PostGraphileAmberPreset],
+    extends: [PostGraphileAmberPreset, ReportingPreset],
     plugins: schemaPlugins,
     disablePlugins: [
       "NodePlugin", "AddNodeInterfaceToSuitableTypesPlugin", "RegisterQueryNodePlugin", "NodeAccessorPlugin",
@@ -19,7 +22,7 @@ export function makePreset(authPool: pg.Pool, opts: { graphiql: boolean }): Grap
       "QueryQueryPlugin", "PgCustomTypeFieldPlugin",
     ],
     schema: { defaultBehavior: "-*" },
-    pgServices: [makePgService({ pool: authPool, schemas: ["app_public"] })],
+    pgServices: [makePgService({ pool: authPool, schemas: ["app_public", ...reportingSchemas] })],
     grafast: {
       explain: false,
       context(requestContext) {

@@ -35,6 +35,13 @@ beforeAll(async () => {
       const res = await h.gql(query, { o: t.organizationId, ...variables }, t.apiKey);
       expect(Object.values(res.body.data)[0]).toMatchObject({ success: true });
     }
+    // Ledger (issue 4): one confirmed event gives rows in events, entries, lines, daily totals, counts and the audit trail.
+    const chequing = accounts.find((x: { name: string }) => x.name === "Chequing").id;
+    const created = await h.gql(`mutation($o: UUID!, $c: UUID!, $p: UUID!) { createLedgerEvent(organizationId: $o, merchantName: "Bank", amount: "5.00",
+      transactionDate: "2026-01-02", categoryId: $c, paymentAccountId: $p) { eventId } }`, { o: t.organizationId, c: fees, p: chequing }, t.apiKey);
+    const confirmed = await h.gql("mutation($o: UUID!, $e: UUID!) { confirmLedgerEvent(organizationId: $o, eventId: $e) { success } }",
+      { o: t.organizationId, e: created.body.data.createLedgerEvent.eventId }, t.apiKey);
+    expect(confirmed.body.data.confirmLedgerEvent).toMatchObject({ success: true });
   }
   const { rows } = await h.owner.query<{ table: string; org_column: string }>(`
     select format('%I.%I', c.table_schema, c.table_name) as table, c.column_name as org_column

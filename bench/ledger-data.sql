@@ -1,0 +1,72 @@
+-- Bench data for `npm run bench -- ledger`: one organization, :events events over three years
+-- (about 80% confirmed), set-based (generate_series), triggers off while loading; the derived
+-- tables (journal, daily totals, daily counts) are then computed in bulk, exactly as the triggers
+-- would have kept them. Variables: :org (organization id), :events (count).
+set session_replication_role = replica;  -- no triggers (and so no FK checks) while loading
+select setseed(0.42);
+
+create temporary table bench_accounts as
+  select name, id from app_public.accounts where organization_id = :'org';
+
+-- Merchants: 2,000 names, so that a search matches a small share.
+create temporary table bench_merchants as
+  select i, (array['Staples', 'Shell', 'Esso', 'Costco', 'Amazon', 'Uber', 'Telus', 'Rogers', 'Tim Hortons', 'Home Depot',
+                   'Best Buy', 'Loblaws', 'Sobeys', 'Metro', 'IKEA', 'Air Canada', 'WestJet', 'Canada Post', 'FedEx', 'Purolator'])[1 + i % 20]
+            || ' #' || i as name
+    from generate_series(0, 1999) i;
+
+create temporary table bench_events as
+  select gen_random_uuid() as id, g as n,
+         case when r1 < 0.85 then 'expense' else 'income' end as event_type,
+         (current_date - (g % 1095))::date as transaction_date,
+         round((1 + random() * 900)::numeric, 2) as amount,
+         case when r2 < 0.80 then 'confirmed' when r2 < 0.92 then 'needs_review' when r2 < 0.97 then 'ignored' else 'pending' end as status,
+         (g::bigint * 7919) % 2000 as merchant,
+         r1, r2, random() as r3
+    from (select g, random() as r1, random() as r2 from generate_series(1, :events) g) s;
+
+insert into app_public.ledger_events (id, organization_id, event_type, direction, merchant_name, functional_amount,
+    functional_currency, transaction_date, status, memo, has_document, category_id, payment_account_id, journal_entry_id,
+    created, updated)
+  select e.id, :'org', e.event_type, case e.event_type when 'income' then 'in' else 'out' end, m.name, e.amount, 'CAD',
+         e.transaction_date, e.status, case when e.r3 < 0.1 then 'memo ' || e.n else '' end, e.r3 < 0.3,
+         -- classified: confirmed ones, and half of the rest
+         case when e.status = 'confirmed' or e.r3 < 0.5 then
+           (select id from bench_accounts where name = case when e.event_type = 'income' then 'Sales Revenue'
+              when e.r1 < 0.3 then 'Cost of Goods Sold' when e.r1 < 0.5 then 'Bank Fees & Charges' when e.r1 < 0.7 then 'Office Supplies'
+              else 'Travel' end) end,
+         case when e.status = 'confirmed' or e.r3 < 0.5 then
+           (select id from bench_accounts where name = case when e.r3 < 0.7 then 'Chequing' else 'Processor Clearing' end) end,
+         null, now() - (e.n % 1095) * interval '1 day', now()
+    from bench_events e join bench_merchants m on m.i = e.merchant;
+
+-- Journal: one entry per confirmed event, two lines each (category and payment account).
+insert into app_public.journal_entries (id, organization_id, event_id, txn_date, total_amount)
+  select gen_random_uuid(), :'org', e.id, e.transaction_date, e.functional_amount
+    from app_public.ledger_events e where e.organization_id = :'org' and e.status = 'confirmed';
+update app_public.ledger_events e set journal_entry_id = j.id
+  from app_public.journal_entries j where j.event_id = e.id and e.organization_id = :'org';
+insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit)
+  select :'org', j.id, x.account_id, j.txn_date, x.debit, x.credit
+    from app_public.journal_entries j
+    join app_public.ledger_events e on e.id = j.event_id
+    cross join lateral (values
+      (e.category_id, case when e.direction = 'out' then e.functional_amount else 0 end, case when e.direction = 'out' then 0 else e.functional_amount end),
+      (e.payment_account_id, case when e.direction = 'in' then e.functional_amount else 0 end, case when e.direction = 'in' then 0 else e.functional_amount end)
+    ) x (account_id, debit, credit)
+   where j.organization_id = :'org';
+
+-- Derived tables, as the triggers keep them.
+insert into app_public.account_daily_totals (organization_id, account_id, day, debit, credit)
+  select organization_id, account_id, txn_date, sum(debit), sum(credit)
+    from app_public.journal_lines where organization_id = :'org' and not voided group by 1, 2, 3;
+insert into app_public.ledger_event_daily_counts (organization_id, day, status, n)
+  select organization_id, transaction_date, status, count(*)
+    from app_public.ledger_events where organization_id = :'org' group by 1, 2, 3;
+
+set session_replication_role = origin;
+vacuum analyze app_public.ledger_events;
+vacuum analyze app_public.journal_entries;
+vacuum analyze app_public.journal_lines;
+analyze app_public.account_daily_totals;
+analyze app_public.ledger_event_daily_counts;

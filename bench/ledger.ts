@@ -1,0 +1,144 @@
+import { execFileSync } from "node:child_process";
+import path from "node:path";
+import autocannon from "autocannon";
+import pg from "pg";
+import { benchDatabase, databaseUrl, startServer } from "./support.js";
+
+/**
+ * `npm run bench -- ledger [--events N] [--reuse]`: one organization with N events (default
+ * 1,000,000) over three years, about 80% confirmed, generated set-based by bench/ledger-data.sql.
+ * Then, against the service in its own process: p50/p95 of listLedgerEvents (default page, and a
+ * page filtered by status + date range + search), getLedgerEvent, dashboardSummary and
+ * incomeStatement for one year (sequential requests), and confirmLedgerEvent throughput with 10
+ * concurrent clients. Finally EXPLAIN ANALYZE of the statements inside the list and report
+ * functions (auto_explain, nested statements). `--reuse` keeps an already generated database;
+ * `--confirm-only` measures only the confirm throughput.
+ */
+const DB = "accounting_bench_ledger";
+
+export async function run(args: string[]) {
+  const events = Number(args[args.indexOf("--events") + 1] || 0) || 1_000_000;
+  const reuse = args.includes("--reuse");
+  const confirmOnly = args.includes("--confirm-only"); // for iterating on the write path
+  const dbUrl = reuse ? databaseUrl(DB) : await benchDatabase(DB);
+  const owner = new pg.Pool({ connectionString: dbUrl, max: 2 });
+  let org: string;
+  const existing = await owner.query(`select o.id from app_public.organizations o where o.name = 'Bench Ledger'
+    and exists (select 1 from app_public.ledger_events e where e.organization_id = o.id)`);
+  if (reuse && existing.rows[0]) {
+    org = existing.rows[0].id;
+  } else {
+    await owner.query("delete from app_public.organizations where name = 'Bench Ledger'");
+    org = (await owner.query("select id from app_private.create_organization('Bench Ledger')")).rows[0].id;
+    await owner.query(`insert into app_public.accounts (organization_id, name, account_type, classification)
+      values ($1, 'Office Supplies', 'expense', 'expense'), ($1, 'Travel', 'expense', 'expense')`, [org]);
+    const t0 = Date.now();
+    execFileSync("psql", [dbUrl, "-q", "-v", "ON_ERROR_STOP=1", "-v", `org=${org}`, "-v", `events=${events}`,
+      "-f", path.resolve("bench/ledger-data.sql")], { stdio: ["ignore", "ignore", "inherit"] });
+    console.log(`generated ${events.toLocaleString("en-US")} events in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  }
+  const { rows: [stats] } = await owner.query(`select count(*)::int n, count(*) filter (where status = 'confirmed')::int confirmed,
+      min(transaction_date)::text first, max(transaction_date)::text last,
+      (select count(*)::int from app_public.journal_lines where organization_id = $1) lines,
+      (select count(*)::int from app_public.account_daily_totals where organization_id = $1) totals
+    from app_public.ledger_events where organization_id = $1`, [org]);
+  console.log(`data: ${JSON.stringify(stats)}`);
+  const { rows: [{ key }] } = await owner.query("select app_private.create_api_key($1, 'bench') as key", [org]);
+  const auth = `Bearer ${key.secret}`;
+
+  const today = new Date();
+  const daysAgo = (n: number) => new Date(today.getTime() - n * 86400_000).toISOString().slice(0, 10);
+  const sampleIds: string[] = (await owner.query(
+    "select id from app_public.ledger_events where organization_id = $1 order by md5(id::text) limit 300", [org])).rows.map((r) => r.id);
+  const toConfirm: string[] = (await owner.query(
+    `select id from app_public.ledger_events where organization_id = $1 and status = 'needs_review'
+       and category_id is not null and payment_account_id is not null order by md5(id::text) limit 6000`, [org])).rows.map((r) => r.id);
+
+  const server = await startServer(dbUrl, { PG_POOL_MAX: "20" });
+  const results: string[] = [];
+  try {
+    const post = async (query: string, variables: Record<string, unknown>) => {
+      const res = await fetch(`${server.url}/graphql`, {
+        method: "POST", headers: { "content-type": "application/json", authorization: auth }, body: JSON.stringify({ query, variables }),
+      });
+      const body = (await res.json()) as { data?: Record<string, any>; errors?: unknown[] };
+      if (body.errors) throw new Error(JSON.stringify(body.errors));
+      return body.data!;
+    };
+    const ITEM = "id merchantName functionalAmount transactionDate status category { id name } paymentAccount { id name } journalEntry { id totalAmount } receipts { id }";
+    const LIST = `query($org: UUID!, $status: [String!], $dateFrom: String, $dateTo: String, $search: String) {
+      listLedgerEvents(organizationId: $org, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, search: $search) { items { ${ITEM} } totalCount pageSize offset } }`;
+    const cases: [string, (i: number) => [string, Record<string, unknown>]][] = [
+      ["listLedgerEvents, default page (25, transactionDate desc)", () => [LIST, { org }]],
+      ["listLedgerEvents, status + 1-month date range + search", (i) => [LIST, {
+        org, status: ["needs_review", "confirmed"], dateFrom: daysAgo(60 + (i % 300)), dateTo: daysAgo(30 + (i % 300)), search: "staples" }]],
+      ["getLedgerEvent", (i) => [`query($org: UUID!, $id: UUID!) { getLedgerEvent(organizationId: $org, eventId: $id) { ${ITEM} } }`, { org, id: sampleIds[i % sampleIds.length] }]],
+      ["dashboardSummary, one year", () => [`query($org: UUID!, $s: Date, $e: Date) { dashboardSummary(organizationId: $org, startDate: $s, endDate: $e) { totalRevenue totalExpenses netIncome receiptCount unreviewedCount } }`, { org, s: daysAgo(365), e: daysAgo(0) }]],
+      ["incomeStatement, one year", () => [`query($org: UUID!, $s: Date, $e: Date) { incomeStatement(organizationId: $org, startDate: $s, endDate: $e) { incomeAccounts { accountId accountName total } expenseAccounts { accountId accountName total } totalIncome totalExpenses netIncome } }`, { org, s: daysAgo(365), e: daysAgo(0) }]],
+      ["accountBalances", () => [`query($org: UUID!) { accountBalances(organizationId: $org) { accountId accountName balance } }`, { org }]],
+    ];
+    for (const [name, make] of confirmOnly ? [] : cases) {
+      for (let i = 0; i < 20; i++) await post(...make(i)); // warm-up
+      const times: number[] = [];
+      for (let i = 0; i < 300; i++) {
+        const t0 = performance.now();
+        await post(...make(i));
+        times.push(performance.now() - t0);
+      }
+      times.sort((a, b) => a - b);
+      const line = `| ${name} | ${pct(times, 50)} | ${pct(times, 95)} | ${pct(times, 99)} |`;
+      results.push(line);
+      console.log(line);
+    }
+
+    // Throughput: autocannon, 10 connections, each request confirming the next distinct classified event.
+    const CONFIRM = "mutation($org: UUID!, $id: UUID!) { confirmLedgerEvent(organizationId: $org, eventId: $id) { success error journalEntryId } }";
+    for (const id of toConfirm.splice(0, 100)) await post(CONFIRM, { org, id }); // warm-up
+    let next = 0;
+    const r = await autocannon({
+      url: `${server.url}/graphql`, connections: 10, amount: toConfirm.length,
+      requests: [{
+        method: "POST", headers: { "content-type": "application/json", authorization: auth },
+        setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ query: CONFIRM, variables: { org, id: toConfirm[next++ % toConfirm.length] } }) }),
+      }],
+    });
+    const { rows: [check] } = await owner.query(
+      "select count(*)::int n from app_public.journal_entries where event_id = any ($1) and voided_at is null", [toConfirm]);
+    const line = `confirmLedgerEvent, autocannon 10 connections: ${r.requests.average.toFixed(0)} confirms/s average, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms (${r.requests.total} requests, ${r.non2xx} non-2xx; ${check.n} of ${toConfirm.length} events now have exactly one live entry)`;
+    results.push(line);
+    console.log(line);
+  } finally {
+    await server.stop();
+  }
+
+  if (confirmOnly) {
+    await owner.end();
+    return;
+  }
+  // EXPLAIN ANALYZE of the statements the functions run, as the API role sees them (RLS on).
+  const c = new pg.Client({ connectionString: dbUrl });
+  await c.connect();
+  const plans: string[] = [];
+  c.on("notice", (n) => { if (/duration/.test(n.message ?? "")) plans.push(n.message!); });
+  await c.query("load 'auto_explain'");
+  await c.query("set auto_explain.log_min_duration = 0; set auto_explain.log_analyze = on; set auto_explain.log_nested_statements = on; set auto_explain.log_buffers = on; set client_min_messages = log");
+  await c.query("begin");
+  await c.query("select set_config('role', 'accounting_visitor', true), set_config('app.api_key_id', $1, true), set_config('app.organization_id', $2, true)", [key.apiKey.id, org]);
+  const explain = async (label: string, sql: string, params: unknown[]) => {
+    plans.length = 0;
+    await c.query(sql, params);
+    console.log(`\n### ${label}\n`);
+    for (const p of plans.filter((p) => !/Function Scan|Result  \(/.test(p.split("\n")[1] ?? "") || plans.length === 1)) console.log(p.replace(/^duration: [^\n]*\n/, "") + "\n");
+  };
+  await explain("listLedgerEvents default page", "select app_public.list_ledger_events($1)", [org]);
+  await explain("listLedgerEvents status + date range + search", "select app_public.list_ledger_events($1, status => $2, date_from => $3, date_to => $4, search => $5)",
+    [org, JSON.stringify(["needs_review", "confirmed"]), daysAgo(60), daysAgo(30), "staples"]);
+  await explain("dashboardSummary one year", "select app_public.dashboard_summary($1, $2, $3)", [org, daysAgo(365), daysAgo(0)]);
+  await explain("incomeStatement one year", "select app_public.income_statement($1, $2, $3)", [org, daysAgo(365), daysAgo(0)]);
+  await c.query("rollback");
+  await c.end();
+  await owner.end();
+  console.log("\nSummary:\n| request | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|\n" + results.join("\n"));
+}
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))].toFixed(1);

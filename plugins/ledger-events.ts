@@ -1,0 +1,110 @@
+import { gql } from "postgraphile/utils";
+import { sqlOperationsPlugin } from "./sql-operations.js";
+
+/**
+ * Ledger events and their transitions (contract: LedgerEvent, States and transitions, Behavior
+ * rules 1–4 and 10; decisions §4–§6). Each operation is one SQL function that owns the rule.
+ */
+export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
+  "An account as an event shows it: the category (expense/income) account."
+  type LedgerEventAccount { id: UUID! name: String! accountType: String! }
+  type LedgerAccountRef { id: UUID! name: String! }
+  type JournalEntry {
+    id: UUID!
+    txnDate: String!
+    totalAmount: String!
+    "When the entry was voided by rejectLedgerEvent (kept for audit, out of every report); null while posted."
+    voidedAt: String
+  }
+  type LedgerEventReceipt { id: UUID! filename: String! objectKey: String! uploadedAt: String! }
+  type LedgerEvent {
+    id: UUID!
+    eventType: String!
+    "in or out: which way money moved relative to the payment account."
+    direction: String!
+    merchantName: String!
+    functionalAmount: String!
+    functionalCurrency: String!
+    transactionDate: String!
+    status: String!
+    memo: String!
+    hasDocument: Boolean!
+    account: LedgerEventAccount
+    paymentAccount: LedgerAccountRef
+    category: LedgerAccountRef
+    "Tax portion of the amount, posted to taxAccount; null when none."
+    taxAmount: String
+    taxCode: String
+    taxAccount: LedgerAccountRef
+    journalEntry: JournalEntry
+    receipts: [LedgerEventReceipt!]!
+    created: String!
+    updated: String!
+  }
+  type LedgerEventPage { items: [LedgerEvent!]! totalCount: Int! pageSize: Int! offset: Int! }
+
+  type LedgerEventChange { field: String! oldValue: String newValue: String }
+  "One change of an event: who (API key or user; system for server-side commands), when, what."
+  type LedgerEventAuditEntry {
+    id: String!
+    eventId: UUID!
+    action: String!
+    actorType: String!
+    actorId: UUID
+    occurredAt: String!
+    changes: [LedgerEventChange!]!
+  }
+
+  type CreateLedgerEventResult { success: Boolean! error: String eventId: UUID }
+  type UpdateLedgerEventResult { success: Boolean! error: String event: LedgerEvent }
+  type UpdateStagedEntryResult { success: Boolean! error: String event: LedgerEvent }
+  type ConfirmLedgerEventResult { success: Boolean! error: String eventId: UUID journalEntryId: UUID }
+  type RejectLedgerEventResult { success: Boolean! error: String eventId: UUID }
+
+  extend type Query {
+    listLedgerEvents(
+      organizationId: UUID!, status: [String!], hasDocument: Boolean, sinceDays: Int, dateFrom: String, dateTo: String,
+      amountMin: String, amountMax: String, accountIds: [UUID!], categoryIds: [UUID!], paymentAccountIds: [UUID!],
+      search: String, limit: Int, offset: Int,
+      "transactionDate (default), functionalAmount, merchantName, status, created"
+      sortBy: String,
+      "asc or desc (default desc)"
+      sortDir: String
+    ): LedgerEventPage!
+    getLedgerEvent(organizationId: UUID!, eventId: UUID!): LedgerEvent!
+    "The event's audit trail, oldest first."
+    ledgerEventHistory(organizationId: UUID!, eventId: UUID!): [LedgerEventAuditEntry!]!
+  }
+  extend type Mutation {
+    createLedgerEvent(organizationId: UUID!, merchantName: String!, amount: String!, transactionDate: String!,
+      eventType: String, categoryId: UUID, paymentAccountId: UUID): CreateLedgerEventResult!
+    updateLedgerEvent(organizationId: UUID!, eventId: UUID!, transactionDate: String, memo: String, amount: String,
+      eventType: String): UpdateLedgerEventResult!
+    updateStagedEntry(organizationId: UUID!, eventId: UUID!, categoryId: UUID, paymentId: UUID, taxAmount: String,
+      taxAccountId: UUID, taxCode: String): UpdateStagedEntryResult!
+    confirmLedgerEvent(organizationId: UUID!, eventId: UUID!): ConfirmLedgerEventResult!
+    rejectLedgerEvent(organizationId: UUID!, eventId: UUID!): RejectLedgerEventResult!
+  }
+`, {
+  listLedgerEvents: {
+    kind: "query", sqlFunction: "app_public.list_ledger_events",
+    args: ["organizationId", "status", "hasDocument", "sinceDays", "dateFrom", "dateTo", "amountMin", "amountMax",
+      "accountIds", "categoryIds", "paymentAccountIds", "search", "limit", "offset", "sortBy", "sortDir"],
+  },
+  getLedgerEvent: { kind: "query", sqlFunction: "app_public.get_ledger_event", args: ["organizationId", "eventId"] },
+  ledgerEventHistory: { kind: "query", sqlFunction: "app_public.ledger_event_history", args: ["organizationId", "eventId"] },
+  createLedgerEvent: {
+    kind: "mutation", sqlFunction: "app_public.create_ledger_event",
+    args: ["organizationId", "merchantName", "amount", "transactionDate", "eventType", "categoryId", "paymentAccountId"],
+  },
+  updateLedgerEvent: {
+    kind: "mutation", sqlFunction: "app_public.update_ledger_event",
+    args: ["organizationId", "eventId", "transactionDate", "memo", "amount", "eventType"],
+  },
+  updateStagedEntry: {
+    kind: "mutation", sqlFunction: "app_public.update_staged_entry",
+    args: ["organizationId", "eventId", "categoryId", "paymentId", "taxAmount", "taxAccountId", "taxCode"],
+  },
+  confirmLedgerEvent: { kind: "mutation", sqlFunction: "app_public.confirm_ledger_event", args: ["organizationId", "eventId"] },
+  rejectLedgerEvent: { kind: "mutation", sqlFunction: "app_public.reject_ledger_event", args: ["organizationId", "eventId"] },
+});

@@ -1,0 +1,49 @@
+import { PgAggregatesPreset } from "@graphile/pg-aggregates";
+
+/**
+ * Read-only GraphQL access to the general ledger with @graphile/pg-aggregates (issue 4 §8).
+ *
+ * The schema stays custom-only (`defaultBehavior: "-*"`): the one generated connection is the
+ * view `reporting.general_ledger` (GraphQL name `GeneralLedgerEntry` from its `@name` smart tag),
+ * switched on here by behaviour overrides for that view alone, read-only (no mutations exist for a
+ * view, and none are enabled). It is scoped by the tables' RLS like everything else: the view is
+ * security_invoker and the API role only sees the organization of the request (an API key's).
+ * test/schema.test.ts checks that nothing else is generated.
+ */
+const behaviors = (list: string) => list.split(" ") as GraphileBuild.BehaviorString[];
+
+const isGeneralLedger = (codec: { extensions?: any }) =>
+  codec.extensions?.pg?.schemaName === "reporting" && codec.extensions?.pg?.name === "general_ledger";
+
+const CODEC = behaviors("+table +select +connection +totalCount +order +orderBy +filterBy");
+const RESOURCE = behaviors("+select +resource:select +connection +resource:connection +query:resource:connection -query:resource:list -list +order +orderBy +filterBy +totalCount +resource:aggregates +resource:groupedAggregates +resource:groupedAggregates:having");
+const ATTRIBUTE = behaviors("+select +attribute:select +orderBy +attribute:orderBy +condition +attribute:condition +filterBy +attribute:filterBy +attribute:groupBy +attribute:havingBy +attribute:aggregate +attribute:aggregate:orderBy +attribute:aggregate:filterBy");
+
+const GeneralLedgerPlugin: GraphileConfig.Plugin = {
+  name: "GeneralLedgerReportingPlugin",
+  version: "1.0.0",
+  inflection: {
+    replace: {
+      allRowsConnection(previous, options, resource) {
+        return isGeneralLedger(resource.codec) ? "generalLedgerEntries" : previous!(resource);
+      },
+    },
+  },
+  schema: {
+    entityBehavior: {
+      pgCodec: { override: { provides: ["generalLedger"], callback: (behavior, codec) => (isGeneralLedger(codec) ? [behavior, ...CODEC] : behavior) } },
+      pgResource: { override: { provides: ["generalLedger"], callback: (behavior, resource) => (isGeneralLedger(resource.codec) ? [behavior, ...RESOURCE] : behavior) } },
+      pgCodecAttribute: {
+        override: { provides: ["generalLedger"], callback: (behavior, [codec]) => (isGeneralLedger(codec) ? [behavior, ...ATTRIBUTE] : behavior) },
+      },
+    },
+  },
+};
+
+export const ReportingPreset: GraphileConfig.Preset = {
+  extends: [PgAggregatesPreset],
+  plugins: [GeneralLedgerPlugin],
+};
+
+/** Schemas PostGraphile introspects besides app_public (only the general ledger view becomes a field). */
+export const reportingSchemas = ["reporting"];
