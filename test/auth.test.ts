@@ -147,9 +147,15 @@ describe("admin operations", () => {
     expect(dataOf(await h.gql(remove, { org: a.organizationId, user: a.ownerId }, a.ownerJwt), "removeMember"))
       .toEqual({ success: false, error: "An organization must keep at least one owner." });
 
-    // The admin may promote itself to owner; then the first owner may step down.
+    // Only an owner manages owners: an admin can neither promote itself nor act on an owner.
     const adminJwt = jwtFor(h, userId);
-    expect(dataOf(await h.gql(demote, { org: a.organizationId, user: userId, role: "owner" }, adminJwt), "updateMemberRole").success).toBe(true);
+    const ownersOnly = "Only an owner can grant, change or remove the owner role.";
+    expect(dataOf(await h.gql(demote, { org: a.organizationId, user: userId, role: "owner" }, adminJwt), "updateMemberRole"))
+      .toEqual({ success: false, error: ownersOnly, member: null });
+    expect(dataOf(await h.gql(remove, { org: a.organizationId, user: a.ownerId }, adminJwt), "removeMember"))
+      .toEqual({ success: false, error: ownersOnly });
+    // The owner promotes the admin; the new owner lets the first one step down.
+    expect(dataOf(await h.gql(demote, { org: a.organizationId, user: userId, role: "owner" }, a.ownerJwt), "updateMemberRole").success).toBe(true);
     expect(dataOf(await h.gql(demote, { org: a.organizationId, user: a.ownerId, role: "admin" }, adminJwt), "updateMemberRole"))
       .toEqual({ success: true, error: null, member: { role: "admin" } });
     expect(dataOf(await h.gql(remove, { org: a.organizationId, user: userId }, adminJwt), "removeMember").error)

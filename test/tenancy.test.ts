@@ -152,6 +152,16 @@ describe("row-level security on every tenant table", () => {
     }
   });
 
+  it("the API role cannot reach the private key and member helpers, nor write memberships itself", async () => {
+    await asTenantA(async (c) => {
+      expect(await touched(c, "select app_private.create_api_key($1, 'x')", [b.organizationId])).toBe("refused");
+      expect(await touched(c, "select app_private.add_member($1, $2, 'owner')", [b.organizationId, a.ownerEmail])).toBe("refused");
+      expect(await touched(c, "insert into app_public.memberships (organization_id, user_id, role) values ($1, $2, 'owner')",
+        [a.organizationId, a.ownerId])).toBe("refused");
+      expect(await touched(c, "update app_public.memberships set role = 'owner'")).toBe("refused");
+    });
+  });
+
   it("without an identity the API role sees no tenant rows at all", async () => {
     const client = await h.auth.connect();
     try {
