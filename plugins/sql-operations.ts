@@ -38,8 +38,9 @@ const isBusinessFailure = (e: unknown) => typeof (e as { code?: unknown })?.code
 
 async function runMutation(client: PgClient, op: SqlOperation, args: Record<string, unknown>) {
   try {
-    // A savepoint, so that a failure leaves the request's transaction usable (stack notes §2).
-    return await client.withTransaction(async (tx) => (await tx.query<{ result: unknown }>(sqlCall(op, args))).rows[0].result);
+    // No savepoint needed: the adaptor gives each mutation field its own `begin … commit`, and a
+    // commit after a failed statement rolls the whole field back (nothing is written).
+    return (await client.query<{ result: unknown }>(sqlCall(op, args))).rows[0].result;
   } catch (e) {
     if (isBusinessFailure(e)) return { success: false, error: (e as Error).message };
     throw e;

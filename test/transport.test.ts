@@ -65,6 +65,23 @@ describe("HTTP status and error codes (decisions §4)", () => {
     expect(res.body.data.__schema.types.length).toBeGreaterThan(5);
   });
 
+  it("each mutation field commits or rolls back on its own", async () => {
+    const m = `mutation($o: UUID!) {
+      bad: createAccount(organizationId: $o, name: "Half Written", accountType: "nope", classification: "expense") { success error }
+      good: createAccount(organizationId: $o, name: "Fully Written", accountType: "expense", classification: "expense") { success error }
+      again: createAccount(organizationId: $o, name: "fully written", accountType: "expense", classification: "expense") { success error }
+    }`;
+    const res = await post(JSON.stringify({ query: m, variables: { o: t.organizationId } }));
+    expect(res.body.data.bad.success).toBe(false);
+    expect(res.body.data.good).toEqual({ success: true, error: null });
+    expect(res.body.data.again).toEqual({ success: false, error: "Account with this name already exists." });
+    const { rows } = await h.owner.query("select name from app_public.accounts where organization_id = $1 and lower(name) like '%written' order by name", [t.organizationId]);
+    expect(rows).toEqual([{ name: "Fully Written" }]);
+    // The pool's connections are usable afterwards.
+    const after = await post(JSON.stringify({ query: "{ myOrganizations { id } }" }));
+    expect(after.body.data.myOrganizations).toHaveLength(1);
+  });
+
   it("/graphql/ is the same endpoint", async () => {
     const res = await request(h.handle.app).post("/graphql/").set("Content-Type", "application/json").set("Authorization", t.apiKey)
       .send(JSON.stringify({ query: "{ myOrganizations { id } }" }));
