@@ -36,33 +36,43 @@ export async function benchDatabase(name: string, fresh = true): Promise<string>
 
 export interface ServerProcess { url: string; stop(): Promise<void>; child: ChildProcess }
 
-/** The service in its own process, as `npm start` runs it (worker off, quota out of the way). */
-export function startServer(dbUrl: string, env: Record<string, string> = {}): Promise<ServerProcess> {
-  let out = "";
-  const child = spawn(path.resolve("node_modules/.bin/tsx"), ["src/main.ts"], {
+/** A port nobody listens on right now. */
+async function freePort(): Promise<number> {
+  const { createServer } = await import("node:net");
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as import("node:net").AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * The service in its own process, started with `npm start` (worker off, quota out of the way, request
+ * logs at BENCH_LOG_LEVEL, default info as in production), ready once /readyz answers.
+ */
+export async function startServer(dbUrl: string, env: Record<string, string> = {}): Promise<ServerProcess> {
+  const port = await freePort();
+  // Exactly `npm start`, flags and all (npm execs the server, so SIGTERM reaches it).
+  const child = spawn("npm", ["start", "--silent"], {
     env: {
-      ...process.env, DATABASE_URL: dbUrl, PORT: "0", WORKER: "off", LOG_LEVEL: "info", NODE_ENV: "production",
-      GRAPHILE_ENV: "production", AUTHENTICATOR_PASSWORD, RATE_LIMIT_PER_HOUR: "100000000", JWT_SECRET: "bench-jwt-secret",
-      DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "accounting-bench-")), ...env,
+      ...process.env, DATABASE_URL: dbUrl, PORT: String(port), WORKER: "off", LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "info",
+      NODE_ENV: "production", GRAPHILE_ENV: "production", AUTHENTICATOR_PASSWORD, RATE_LIMIT_PER_HOUR: "100000000",
+      JWT_SECRET: "bench-jwt-secret", DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "accounting-bench-")), ...env,
     },
-    stdio: ["ignore", "pipe", "pipe"],
+    // Logs are written (the server pays for them as in production) and thrown away.
+    stdio: ["ignore", "ignore", "inherit"],
   });
   const exited = new Promise<void>((resolve) => child.on("exit", () => resolve()));
-  return new Promise((resolve, reject) => {
-    let started = false;
-    const onData = (d: Buffer) => {
-      if (started) return; // request logs are written (as in production) but not kept
-      out += d.toString();
-      const m = out.match(/"url":"(http:\/\/[^"]+)\/graphql"/);
-      if (m) {
-        started = true;
-        resolve({ url: m[1], child, stop: async () => { child.kill("SIGTERM"); await exited; } });
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.on("exit", (code) => reject(new Error(`server exited with ${code}:\n${out}`)));
-  });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 600; i++) {
+    if (child.exitCode !== null) throw new Error(`server exited with ${child.exitCode}`);
+    const ok = await fetch(`${url}/readyz`).then((r) => r.ok, () => false);
+    if (ok) return { url, child, stop: async () => { child.kill("SIGTERM"); await exited; } };
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  child.kill("SIGKILL");
+  throw new Error("server did not become ready in 60 s");
 }
 
 export interface LoadResult { rps: number; p50: number; p99: number; p95?: number; non2xx: number; errors: number; requests: number }
