@@ -17,12 +17,7 @@ beforeAll(async () => {
   cogs = await id(a, "Cost of Goods Sold");
   bFees = await id(b, "Bank Fees & Charges");
 });
-afterAll(async () => {
-  // Harness race: pool.end() resolves before its sockets close, then the database is dropped
-  // with (force), and a client still closing gets an unhandled 57P01. Close them cleanly first.
-  for (const pool of [h?.auth, h?.owner]) await Promise.all(((pool as any)?._clients ?? []).map((c: any) => c.end().catch(() => {})));
-  await h?.close();
-});
+afterAll(() => h?.close());
 
 const RULE = "id vendorPattern account { id name accountType active } matchCount created updated";
 const CREATE = `mutation($o: UUID!, $p: String!, $c: UUID!) { createCategoryRule(organizationId: $o, vendorPattern: $p, categoryId: $c) { success error categoryRule { ${RULE} } } }`;

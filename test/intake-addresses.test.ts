@@ -9,12 +9,7 @@ beforeAll(async () => {
   a = await createTenant(h);
   b = await createTenant(h);
 });
-afterAll(async () => {
-  // Harness race: pool.end() resolves before its sockets close, then the database is dropped
-  // with (force), and a client still closing gets an unhandled 57P01. Close them cleanly first.
-  for (const pool of [h?.auth, h?.owner]) await Promise.all(((pool as any)?._clients ?? []).map((c: any) => c.end().catch(() => {})));
-  await h?.close();
-});
+afterAll(() => h?.close());
 
 const CREATE = `mutation($o: UUID!, $t: String!, $a: String!, $l: String) {
   createIntakeAddress(organizationId: $o, addressType: $t, address: $a, label: $l) { success error intakeAddress { id addressType address label active created } } }`;

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { authenticatorUrl } from "../src/db/pools.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import {
-  accountsOf, addAccount, bookEvent, quietTeardown, call, CLASSIFY, CONFIRM, count, CREATE, createEvent, eventRow, GET, REJECT, UPDATE,
+  accountsOf, addAccount, bookEvent, call, CLASSIFY, CONFIRM, count, CREATE, createEvent, eventRow, GET, REJECT, UPDATE,
   type Accounts,
 } from "./ledger-fixtures.js";
 
@@ -14,7 +14,6 @@ let acc: Accounts;
 let otherAcc: Accounts;
 beforeAll(async () => {
   h = await startHarness();
-  quietTeardown(h);
   t = await createTenant(h);
   other = await createTenant(h);
   acc = await accountsOf(h, t);

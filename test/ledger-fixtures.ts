@@ -79,20 +79,3 @@ export async function balancesFromLines(h: Harness, org: string): Promise<Record
      group by a.id, a.name, a.classification`, [org]);
   return Object.fromEntries(rows.map((r) => [r.name, r.balance]));
 }
-
-/**
- * The harness drops the test database WITH (FORCE) right after `pool.end()`, which does not wait
- * for idle connections to finish closing; a connection still closing then receives 57P01 and,
- * having left the pool, reports it as an uncaught error. Tests with many concurrent requests
- * (many idle connections at teardown) hit this race: their clients ignore errors after release, and
- * the pool's end waits a moment for the connections to close.
- */
-export function quietTeardown(h: Harness) {
-  h.auth.on("connect", (client) => client.on("error", () => undefined));
-  // Give the closing connections a moment before the harness drops the database.
-  const end = h.auth.end.bind(h.auth);
-  h.auth.end = (async () => {
-    await end();
-    await new Promise((r) => setTimeout(r, 250));
-  }) as typeof h.auth.end;
-}

@@ -1,7 +1,7 @@
 import fc from "fast-check";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createTenant, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
-import { accountsOf, balancesFromLines, call, CLASSIFY, CONFIRM, CREATE, quietTeardown, REJECT, UPDATE } from "./ledger-fixtures.js";
+import { accountsOf, balancesFromLines, call, CLASSIFY, CONFIRM, CREATE, REJECT, UPDATE } from "./ledger-fixtures.js";
 
 /**
  * Random sequences of create / classify / confirm / reject / update against the database. After
@@ -12,7 +12,6 @@ import { accountsOf, balancesFromLines, call, CLASSIFY, CONFIRM, CREATE, quietTe
 let h: Harness;
 beforeAll(async () => {
   h = await startHarness();
-  quietTeardown(h);
 });
 afterAll(() => h?.close());
 

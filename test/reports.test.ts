@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
-import { accountsOf, addAccount, bookEvent, call, createEvent, quietTeardown, REJECT, type Accounts } from "./ledger-fixtures.js";
+import { accountsOf, addAccount, bookEvent, call, createEvent, REJECT, type Accounts } from "./ledger-fixtures.js";
 
 /**
  * A hand-checked month of books (March 2026), with tax splits, a voided entry, an unconfirmed
@@ -26,7 +26,6 @@ let acc: Accounts;
 
 beforeAll(async () => {
   h = await startHarness();
-  quietTeardown(h);
   t = await createTenant(h);
   acc = await accountsOf(h, t);
   acc["Office Supplies"] = await addAccount(h, t, "Office Supplies", "expense", "expense");

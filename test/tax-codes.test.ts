@@ -10,12 +10,7 @@ beforeAll(async () => {
   h = await startHarness();
   a = await createTenant(h);
 });
-afterAll(async () => {
-  // Harness race: pool.end() resolves before its sockets close, then the database is dropped
-  // with (force), and a client still closing gets an unhandled 57P01. Close them cleanly first.
-  for (const pool of [h?.auth, h?.owner]) await Promise.all(((pool as any)?._clients ?? []).map((c: any) => c.end().catch(() => {})));
-  await h?.close();
-});
+afterAll(() => h?.close());
 
 const csv = (file: string) => parse(readFileSync(new URL(`../data/${file}`, import.meta.url), "utf8"), { columns: true, bom: true, skip_empty_lines: true }) as Record<string, string>[];
 const LIST = `query($o: UUID!, $search: String, $limit: Int, $offset: Int, $classification: String, $accountType: String) {

@@ -60,6 +60,8 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
     },
     async close() {
       for (const a of apps) await a.close();
+      // Every pool has an error handler (makePool): a connection still closing when the database
+      // is dropped below is logged, never an unhandled error that fails the run.
       for (const p of extraPools) await p.end();
       await owner.end();
       await auth.end();
