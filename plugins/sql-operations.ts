@@ -14,6 +14,11 @@ export interface SqlOperation {
   sqlFunction: string;
   /** GraphQL argument names, in any order; each maps to the snake_case SQL argument. */
   args: readonly string[];
+  /**
+   * A mutation whose result type has no `success`/`error` (the batches): its business failures
+   * are GraphQL errors (BAD_USER_INPUT) instead.
+   */
+  failuresAsErrors?: boolean;
 }
 
 export type SqlOperations = Record<string, SqlOperation>;
@@ -42,7 +47,7 @@ async function runMutation(client: PgClient, op: SqlOperation, args: Record<stri
     // commit after a failed statement rolls the whole field back (nothing is written).
     return (await client.query<{ result: unknown }>(sqlCall(op, args))).rows[0].result;
   } catch (e) {
-    if (isBusinessFailure(e)) return { success: false, error: (e as Error).message };
+    if (isBusinessFailure(e) && !op.failuresAsErrors) return { success: false, error: (e as Error).message };
     throw e;
   }
 }
