@@ -4,13 +4,24 @@ import { startEmbeddedPostgres } from "./db/embedded.js";
 import { ensureAuthenticatorLogin, runMigrations } from "./db/migrate.js";
 import { authenticatorUrl, makePool } from "./db/pools.js";
 import { makeApp } from "./http/app.js";
-import { logger } from "./logger.js";
+import { flushLogs, logger } from "./logger.js";
 import { startWorker } from "../worker/run.js";
 
 /**
  * `npm start`: a database (DATABASE_URL, else an embedded PostgreSQL under ./.data/postgres),
  * migrations, the worker in-process (unless WORKER=off), then the HTTP server.
  */
+// A start that cannot complete (database unreachable, port taken, bad setting) says why in one
+// log line and exits 1, instead of a stack trace.
+process.on("uncaughtException", (err) => fatal(err));
+process.on("unhandledRejection", (err) => fatal(err));
+function fatal(err: unknown): never {
+  const e = err as Error & { code?: string };
+  logger.fatal({ err: { message: e.message, code: e.code } }, "cannot start");
+  flushLogs();
+  process.exit(1);
+}
+
 const config = loadConfig();
 let stopDatabase: (() => Promise<void>) | undefined;
 let databaseUrl = config.databaseUrl;
