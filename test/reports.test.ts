@@ -184,5 +184,19 @@ describe("the general ledger in GraphQL (@graphile/pg-aggregates)", () => {
     const gl = dataOf(await h.gql("{ generalLedgerEntries { totalCount } }", {}, t.ownerJwt), "generalLedgerEntries");
     expect(gl.totalCount).toBe(0);
   });
+
+  it("a JWT session names its organization with X-Organization-Id, checked for membership", async () => {
+    const own = dataOf(await h.gql("{ generalLedgerEntries { totalCount } }", {}, t.ownerJwt, { "X-Organization-Id": t.organizationId }), "generalLedgerEntries");
+    expect(own.totalCount).toBe(13);
+    const other = await createTenant(h);
+    const refused = await h.gql("{ generalLedgerEntries { totalCount } }", {}, t.ownerJwt, { "X-Organization-Id": other.organizationId });
+    expect(refused.body).toEqual({ errors: [{ message: "Not A Member Of This Organization.", extensions: { code: "FORBIDDEN" } }] });
+    const unknown = await h.gql("{ generalLedgerEntries { totalCount } }", {}, t.ownerJwt, { "X-Organization-Id": "00000000-0000-4000-8000-000000000000" });
+    expect(unknown.body.errors[0]).toEqual({ message: "Organization Not Found.", extensions: { code: "NOT_FOUND" } });
+    // An operation that names another organization still gets its own access check.
+    const res = await h.gql("query($o: UUID!) { listAccounts(organizationId: $o) { totalCount } }", { o: other.organizationId }, t.ownerJwt,
+      { "X-Organization-Id": t.organizationId });
+    expect(res.body.errors[0].message).toBe("Not A Member Of This Organization.");
+  });
 });
 

@@ -9,7 +9,7 @@ import type { Config } from "../config.js";
 export type Identity =
   | { kind: "anonymous" }
   | { kind: "apiKey"; apiKeyId: string; organizationId: string }
-  | { kind: "user"; userId: string };
+  | { kind: "user"; userId: string; organizationId?: string };
 
 const API_KEY_SHAPE = /^acct_[0-9A-Za-z]{40}$/;
 const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -24,7 +24,10 @@ export function pgSettingsFor(identity: Identity): Record<string, string> {
     case "apiKey":
       return { role: "accounting_visitor", "app.api_key_id": identity.apiKeyId, "app.organization_id": identity.organizationId };
     case "user":
-      return { role: "accounting_visitor", "app.user_id": identity.userId };
+      // The organization is in scope only when the session named one and membership was checked.
+      return identity.organizationId
+        ? { role: "accounting_visitor", "app.user_id": identity.userId, "app.organization_id": identity.organizationId }
+        : { role: "accounting_visitor", "app.user_id": identity.userId };
     default:
       return { role: "accounting_visitor" };
   }
@@ -79,10 +82,24 @@ export function authenticate(authPool: pg.Pool, config: Config) {
           return res.json(errorBody("Invalid Token.", "UNAUTHENTICATED"));
         }
         if (typeof sub !== "string" || !UUID_SHAPE.test(sub)) return res.json(errorBody("Invalid Token.", "UNAUTHENTICATED"));
-        const { rows } = await authPool.query<{ ok: boolean }>("select app_private.authenticate_user($1) as ok", [sub]);
-        if (!rows[0]?.ok) return res.json(errorBody("Invalid Token.", "UNAUTHENTICATED"));
-        res.locals.identity = { kind: "user", userId: sub } satisfies Identity;
-        return next();
+        // Optional: the organization this session works in, for reads that take no organizationId.
+        const organizationId = req.get("X-Organization-Id");
+        if (organizationId !== undefined && !UUID_SHAPE.test(organizationId)) {
+          return res.json(errorBody("Organization Not Found.", "NOT_FOUND"));
+        }
+        const { rows } = await authPool.query<{ outcome: string }>(
+          "select app_private.authenticate_user_in($1, $2) as outcome", [sub, organizationId ?? null]);
+        switch (rows[0]?.outcome) {
+          case "ok":
+            res.locals.identity = { kind: "user", userId: sub, organizationId } satisfies Identity;
+            return next();
+          case "organization_not_found":
+            return res.json(errorBody("Organization Not Found.", "NOT_FOUND"));
+          case "not_member":
+            return res.json(errorBody("Not A Member Of This Organization.", "FORBIDDEN"));
+          default:
+            return res.json(errorBody("Invalid Token.", "UNAUTHENTICATED"));
+        }
       }
       return res.json(errorBody("Authentication Required.", "UNAUTHENTICATED"));
     } catch (err) {
