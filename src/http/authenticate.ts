@@ -83,13 +83,13 @@ export function authenticate(authPool: pg.Pool, config: Config) {
         }
         if (typeof sub !== "string" || !UUID_SHAPE.test(sub)) return res.json(errorBody("Invalid Token.", "UNAUTHENTICATED"));
         // Optional: the organization this session works in, for reads that take no organizationId.
-        const organizationId = req.get("X-Organization-Id");
-        if (organizationId !== undefined && !UUID_SHAPE.test(organizationId)) {
-          return res.json(errorBody("Organization Not Found.", "NOT_FOUND"));
-        }
+        const header = req.get("X-Organization-Id");
+        const organizationId = header !== undefined && UUID_SHAPE.test(header) ? header : undefined;
         const { rows } = await authPool.query<{ outcome: string }>(
           "select app_private.authenticate_user_in($1, $2) as outcome", [sub, organizationId ?? null]);
-        switch (rows[0]?.outcome) {
+        // The user is checked first (decisions §2); a header that is no id then names no organization.
+        const outcome = rows[0]?.outcome === "ok" && header !== undefined && !organizationId ? "organization_not_found" : rows[0]?.outcome;
+        switch (outcome) {
           case "ok":
             res.locals.identity = { kind: "user", userId: sub, organizationId } satisfies Identity;
             return next();
