@@ -1,3 +1,4 @@
+import { readdirSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import JSON5 from "json5";
@@ -65,10 +66,11 @@ async function isSuperuser(owner: pg.Pool): Promise<boolean> {
   return rows[0]?.rolsuper === true;
 }
 
-/** True when every committed migration has been applied. */
+/** The committed migrations this build carries: fixed for the life of the process. */
+const committedCount = readdirSync(path.join(root, "migrations/committed")).filter((f) => f.endsWith(".sql")).length;
+
+/** True when every committed migration has been applied (one query; /readyz calls it often). */
 export async function migrationsCurrent(owner: pg.Pool): Promise<boolean> {
-  const { readdir } = await import("node:fs/promises");
-  const files = (await readdir(path.join(root, "migrations/committed"))).filter((f) => f.endsWith(".sql"));
   const { rows } = await owner.query("select count(*)::int as n from graphile_migrate.migrations");
-  return rows[0].n === files.length;
+  return rows[0].n === committedCount;
 }
