@@ -8,11 +8,12 @@ import type { Config } from "../config.js";
 import { logger } from "../logger.js";
 import { migrationsCurrent } from "../db/migrate.js";
 import { authenticate } from "./authenticate.js";
-import { errorBody } from "./errors.js";
+import { callerFailure, errorBody, TIMEOUT_MESSAGE } from "./errors.js";
 import { graphqlGate } from "./graphql-gate.js";
 import { idempotency } from "./idempotency.js";
 import { requestContext } from "./request-context.js";
 import { accessLog } from "./access-log.js";
+import { ConnectionShare } from "./connection-share.js";
 
 export interface Pools {
   /** The owner: health checks only here. */
@@ -33,7 +34,8 @@ export async function makeApp(config: Config, pools: Pools): Promise<AppHandle> 
   app.disable("x-powered-by");
   app.set("trust proxy", process.env.TRUST_PROXY === "1");
   const server = createServer(app);
-  const pgl = postgraphile(makePreset(pools.auth, { graphiql: config.graphiql }));
+  const share = ConnectionShare.forPool(pools.auth.options.max ?? config.apiPoolSize);
+  const pgl = postgraphile(makePreset(pools.auth, { graphiql: config.graphiql, share, statementTimeoutMs: config.statementTimeoutMs }));
   const serv = pgl.createServ(grafserv);
   const schema = await pgl.getSchema();
 
@@ -51,8 +53,14 @@ export async function makeApp(config: Config, pools: Pools): Promise<AppHandle> 
   // `/graphql/` is the same endpoint as `/graphql`.
   app.use((req, _res, next) => { if (req.path === "/graphql/") req.url = "/graphql" + req.url.slice(9); next(); });
   app.use("/graphql",
-    // grafserv answers in "legacy" application/json mode: HTTP 200 for GraphQL errors (stack notes §4).
-    (req, _res, next) => { if (req.method === "POST") req.headers.accept = "application/json"; next(); },
+    (req, res, next) => {
+      if (req.method !== "POST") {
+        return res.status(405).set("Allow", "POST").json(errorBody("Send GraphQL requests with POST.", "BAD_USER_INPUT"));
+      }
+      // grafserv answers in "legacy" application/json mode: HTTP 200 for GraphQL errors (stack notes §4).
+      req.headers.accept = "application/json";
+      next();
+    },
     // Credentials first: every request with a valid key counts, whatever its outcome (decisions §3).
     authenticate(pools.auth, config),
     express.json({ limit: config.bodyLimit, type: () => true, strict: false }),
@@ -60,6 +68,7 @@ export async function makeApp(config: Config, pools: Pools): Promise<AppHandle> 
     idempotency(pools.auth),
   );
   await serv.addTo(app, server);
+  app.use((_req, res) => { res.status(404).json(errorBody("Not found.", "NOT_FOUND")); });
   app.use(jsonErrors);
 
   return {
@@ -75,6 +84,10 @@ function jsonErrors(err: unknown, _req: Request, res: Response, _next: NextFunct
   const e = err as { type?: string; status?: number; message?: string };
   if (e.type === "entity.parse.failed") return res.status(400).json(errorBody("Malformed JSON body.", "BAD_USER_INPUT"));
   if (e.type === "entity.too.large") return res.status(413).json(errorBody("Request body is too large.", "BAD_USER_INPUT"));
+  // The API's pool gave no connection in time (authentication or idempotency): busy, not broken.
+  if (callerFailure(err)?.message === TIMEOUT_MESSAGE) {
+    return res.status(503).set("Retry-After", "1").json(errorBody("The service is busy; retry shortly.", "SERVICE_UNAVAILABLE"));
+  }
   logger.error({ requestId: res.locals.requestId, err: { message: e.message } }, "request failed");
   res.status(500).json(errorBody("Internal error.", "INTERNAL", { requestId: res.locals.requestId }));
 }

@@ -1,44 +1,49 @@
 import type { NextFunction, Request, Response } from "express";
 import {
-  GraphQLError, Kind, getOperationAST, parse, specifiedRules, validate,
-  type DocumentNode, type FragmentDefinitionNode, type GraphQLSchema, type SelectionSetNode,
+  GraphQLError, Kind, getOperationAST, parse, specifiedRules, validate, visit,
+  type DocumentNode, type FragmentDefinitionNode, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode,
 } from "postgraphile/graphql";
 import { errorBody } from "./errors.js";
+import { identityOf } from "./authenticate.js";
 
-/** Limits that keep one request from costing the database more than a page of work. */
-export const QUERY_LIMITS = { maxDepth: 10, maxFields: 500, maxRootFields: 20 } as const;
+/**
+ * Limits that keep one request from costing the database more than a page of work, and the
+ * server more than a few milliseconds before it is refused. Depth and root fields count data
+ * fields only (introspection nesting is bounded by GraphQL's own MaxIntrospectionDepthRule);
+ * every selected field counts towards `maxFields`.
+ */
+export const QUERY_LIMITS = { maxDepth: 10, maxFields: 500, maxRootFields: 20, maxTokens: 10_000 } as const;
+
+export const NUL_MESSAGE = "Text must not contain the NUL character (\\u0000).";
 
 interface Checked {
   document?: DocumentNode;
   syntaxError?: string;
   errors?: readonly GraphQLError[];
+  /** Data (non-introspection) root fields of each operation. */
+  dataFields?: Map<OperationDefinitionNode, number>;
 }
 
 /**
  * Admits one GraphQL request: a JSON object body (no batched arrays) with a `query` that parses
- * (else HTTP 400), is valid against the schema and within QUERY_LIMITS (else HTTP 200 with
- * errors). It records the operation type for the idempotency layer. Results are cached per
- * query text, so grafserv's own parse and validate of the same text costs nothing new.
+ * within QUERY_LIMITS.maxTokens (else HTTP 400), `variables` an object, and no NUL character in
+ * any string; a query within QUERY_LIMITS and valid against the schema (else HTTP 200 with
+ * errors); and credentials for any data field (else `Authentication Required.`, nothing run).
+ * It records the operation type for the idempotency layer. Results are cached per query text, so
+ * grafserv's own parse and validate of the same text costs nothing new.
  */
 export function graphqlGate(getSchema: () => GraphQLSchema) {
   const cache = new Map<string, Checked>();
   const check = (query: string): Checked => {
     let checked = cache.get(query);
     if (checked) return checked;
-    try {
-      const document = parse(query);
-      const errors = validate(getSchema(), document, specifiedRules);
-      checked = errors.length ? { errors } : { document, errors: limitErrors(document) };
-    } catch (e) {
-      checked = { syntaxError: (e as Error).message };
-    }
+    checked = checkDocument(query, getSchema());
     if (cache.size >= 1000) cache.delete(cache.keys().next().value!);
     cache.set(query, checked);
     return checked;
   };
 
   return (req: Request, res: Response, next: NextFunction) => {
-    if (req.method !== "POST") return next();
     const body = req.body as unknown;
     if (body === undefined || !req.is("application/json")) {
       return res.status(400).json(errorBody("Send a JSON body with Content-Type: application/json.", "BAD_USER_INPUT"));
@@ -49,49 +54,130 @@ export function graphqlGate(getSchema: () => GraphQLSchema) {
     if (typeof body !== "object" || body === null || typeof (body as { query?: unknown }).query !== "string") {
       return res.status(400).json(errorBody("The request body must be a JSON object with a query string.", "BAD_USER_INPUT"));
     }
-    const { query, operationName } = body as { query: string; operationName?: string };
+    const { query, operationName, variables } = body as { query: string; operationName?: unknown; variables?: unknown };
+    if (variables != null && (typeof variables !== "object" || Array.isArray(variables))) {
+      return res.status(400).json(errorBody("variables must be a JSON object.", "BAD_USER_INPUT"));
+    }
+    if (operationName != null && typeof operationName !== "string") {
+      return res.status(400).json(errorBody("operationName must be a string.", "BAD_USER_INPUT"));
+    }
     const checked = check(query);
     if (checked.syntaxError) return res.status(400).json(errorBody(checked.syntaxError, "BAD_USER_INPUT"));
     if (checked.errors?.length) {
       return res.json({ errors: checked.errors.map((e) => ({ message: e.message, locations: e.locations, extensions: { code: "BAD_USER_INPUT" } })) });
     }
-    const operation = getOperationAST(checked.document!, typeof operationName === "string" ? operationName : undefined);
+    if (hasNul(variables)) return res.json(errorBody(NUL_MESSAGE, "BAD_USER_INPUT"));
+    const operation = getOperationAST(checked.document!, operationName ?? undefined);
+    // Every data operation refuses an anonymous caller in SQL too; refusing here spends no
+    // database connection on a request that cannot succeed.
+    if (operation && checked.dataFields!.get(operation)! > 0 && identityOf(res).kind === "anonymous") {
+      return res.json({ data: null, ...errorBody("Authentication Required.", "UNAUTHENTICATED") });
+    }
     res.locals.operationType = operation?.operation;
     next();
   };
 }
 
-/** Depth, field count and root-field count of every operation; introspection is not counted. */
-function limitErrors(document: DocumentNode): GraphQLError[] {
+/** Parse, literals, limits, then validation: each step only runs on what the one before let through. */
+function checkDocument(query: string, schema: GraphQLSchema): Checked {
+  let document: DocumentNode;
+  try {
+    document = parse(query, { maxTokens: QUERY_LIMITS.maxTokens });
+  } catch (e) {
+    // graphql-js words the token limit "more that N tokens"; say it plainly.
+    const tooLong = /contains more th\w+ \d+ tokens/.test((e as Error).message);
+    return { syntaxError: tooLong ? `Syntax Error: the query has more than ${QUERY_LIMITS.maxTokens} tokens.` : (e as Error).message };
+  }
+  let nul = false;
+  visit(document, { StringValue(node) { if (node.value.includes("\0")) nul = true; } });
+  if (nul) return { errors: [new GraphQLError(NUL_MESSAGE)] };
+  const measured = measure(document);
+  if ("error" in measured) return { errors: [new GraphQLError(measured.error)] };
+  const errors = validate(schema, document, specifiedRules);
+  return errors.length ? { errors } : { document, dataFields: measured.dataFields };
+}
+
+function hasNul(value: unknown): boolean {
+  if (typeof value === "string") return value.includes("\0");
+  if (Array.isArray(value)) return value.some(hasNul);
+  if (value !== null && typeof value === "object") {
+    return Object.entries(value).some(([k, v]) => k.includes("\0") || hasNul(v));
+  }
+  return false;
+}
+
+/** What a selection set costs: fields in all (nested included), data depth, data fields at its top. */
+interface Cost { fields: number; depth: number; roots: number }
+
+class LimitPassed extends Error {}
+
+/**
+ * Depth, field count and root-field count of every operation, in time linear in the document:
+ * each fragment is measured once and its cost reused wherever it is spread, and the walk stops
+ * at the first limit passed (so counts never grow past a limit, however fragments multiply).
+ */
+function measure(document: DocumentNode): { dataFields: Map<OperationDefinitionNode, number> } | { error: string } {
   const fragments = new Map<string, FragmentDefinitionNode>();
   for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION) fragments.set(d.name.value, d);
-  const errors: GraphQLError[] = [];
-  for (const d of document.definitions) {
-    if (d.kind !== Kind.OPERATION_DEFINITION) continue;
-    let fields = 0;
-    let maxDepth = 0;
-    const walk = (set: SelectionSetNode, depth: number, seen: Set<string>): number => {
-      let count = 0;
-      for (const s of set.selections) {
-        if (s.kind === Kind.FIELD) {
-          if (s.name.value.startsWith("__")) continue;
-          count++;
-          fields++;
-          maxDepth = Math.max(maxDepth, depth);
-          if (s.selectionSet) walk(s.selectionSet, depth + 1, seen);
-        } else if (s.kind === Kind.INLINE_FRAGMENT) {
-          count += walk(s.selectionSet, depth, seen);
-        } else {
-          const f = fragments.get(s.name.value);
-          if (f && !seen.has(f.name.value)) count += walk(f.selectionSet, depth, new Set([...seen, f.name.value]));
-        }
+  const costs = new Map<string, Cost>();
+  const inProgress = new Set<string>();
+  const none: Cost = { fields: 0, depth: 0, roots: 0 };
+
+  const fragmentCost = (name: string): Cost => {
+    const known = costs.get(name);
+    if (known) return known;
+    const fragment = fragments.get(name);
+    // Unknown fragments and cycles are validation errors, reported after this walk.
+    if (!fragment || inProgress.has(name)) return none;
+    inProgress.add(name);
+    const cost = setCost(fragment.selectionSet, fragment.typeCondition.name.value.startsWith("__"));
+    inProgress.delete(name);
+    costs.set(name, cost);
+    return cost;
+  };
+
+  /** `introspection`: inside `__schema`/`__type` (or a fragment on an introspection type). */
+  const setCost = (set: SelectionSetNode, introspection: boolean): Cost => {
+    const total: Cost = { fields: 0, depth: 0, roots: 0 };
+    for (const s of set.selections) {
+      let part: Cost;
+      if (s.kind === Kind.FIELD) {
+        const inIntrospection = introspection || s.name.value.startsWith("__");
+        const below = s.selectionSet ? setCost(s.selectionSet, inIntrospection) : none;
+        part = inIntrospection
+          ? { fields: 1 + below.fields, depth: 0, roots: 0 }
+          : { fields: 1 + below.fields, depth: 1 + below.depth, roots: 1 };
+      } else if (s.kind === Kind.INLINE_FRAGMENT) {
+        part = setCost(s.selectionSet, introspection || Boolean(s.typeCondition?.name.value.startsWith("__")));
+      } else {
+        part = fragmentCost(s.name.value);
       }
-      return count;
-    };
-    const roots = walk(d.selectionSet, 1, new Set());
-    if (maxDepth > QUERY_LIMITS.maxDepth) errors.push(new GraphQLError(`Query is too deep: ${maxDepth} levels, at most ${QUERY_LIMITS.maxDepth}.`));
-    if (fields > QUERY_LIMITS.maxFields) errors.push(new GraphQLError(`Query selects too many fields: ${fields}, at most ${QUERY_LIMITS.maxFields}.`));
-    if (roots > QUERY_LIMITS.maxRootFields) errors.push(new GraphQLError(`Query has too many operations: ${roots} root fields, at most ${QUERY_LIMITS.maxRootFields}.`));
+      total.fields += part.fields;
+      total.depth = Math.max(total.depth, part.depth);
+      total.roots += part.roots;
+      if (total.fields > QUERY_LIMITS.maxFields) {
+        throw new LimitPassed(`Query selects too many fields: more than ${QUERY_LIMITS.maxFields}.`);
+      }
+      if (total.depth > QUERY_LIMITS.maxDepth) {
+        throw new LimitPassed(`Query is too deep: more than ${QUERY_LIMITS.maxDepth} levels.`);
+      }
+    }
+    return total;
+  };
+
+  const dataFields = new Map<OperationDefinitionNode, number>();
+  try {
+    for (const d of document.definitions) {
+      if (d.kind !== Kind.OPERATION_DEFINITION) continue;
+      const { roots } = setCost(d.selectionSet, false);
+      if (roots > QUERY_LIMITS.maxRootFields) {
+        throw new LimitPassed(`Query has too many operations: ${roots} root fields, at most ${QUERY_LIMITS.maxRootFields}.`);
+      }
+      dataFields.set(d, roots);
+    }
+  } catch (e) {
+    if (e instanceof LimitPassed) return { error: e.message };
+    throw e;
   }
-  return errors;
+  return { dataFields };
 }
