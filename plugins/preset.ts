@@ -8,11 +8,18 @@ import { ReportingPreset, reportingSchemas } from "./reporting.js";
 import { MasterDataPlugins } from "./master-data.js";
 import { maskError } from "../src/http/errors.js";
 import { pgSettingsFor, type Identity } from "../src/http/authenticate.js";
+import { requestWithPgClient, tenantOf, type ConnectionShare } from "../src/http/connection-share.js";
 
 /** The operations of the contract and nothing else: every generated type and field is off. */
 export const schemaPlugins = [FoundationPlugin, ...MasterDataPlugins, LedgerEventsPlugin, ReportsPlugin];
 
-export function makePreset(authPool: pg.Pool, opts: { graphiql: boolean }): GraphileConfig.Preset {
+export interface PresetOptions {
+  graphiql: boolean;
+  share: ConnectionShare;
+  statementTimeoutMs: number;
+}
+
+export function makePreset(authPool: pg.Pool, opts: PresetOptions): GraphileConfig.Preset {
   return {
     extends: [PostGraphileAmberPreset, ReportingPreset],
     plugins: schemaPlugins,
@@ -25,11 +32,17 @@ export function makePreset(authPool: pg.Pool, opts: { graphiql: boolean }): Grap
     pgServices: [makePgService({ pool: authPool, schemas: ["app_public", ...reportingSchemas] })],
     grafast: {
       explain: false,
-      context(requestContext) {
+      context(requestContext, args) {
         // The identity was verified by the authenticate middleware before GraphQL ran.
         const res = (requestContext as any).expressv4?.res ?? (requestContext as any).node?.res;
         const identity: Identity = res?.locals?.identity ?? { kind: "anonymous" };
-        return { pgSettings: pgSettingsFor(identity) };
+        // Replaces the pool-wide access PgContextPlugin put on the context (user context is
+        // assigned after the plugins' middleware) with this request's bounded share of it.
+        const { withPgClient } = args.contextValue as Grafast.Context;
+        return {
+          pgSettings: pgSettingsFor(identity),
+          withPgClient: requestWithPgClient(withPgClient, opts.share, tenantOf(identity), opts.statementTimeoutMs),
+        };
       },
     },
     grafserv: {

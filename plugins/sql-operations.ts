@@ -1,5 +1,7 @@
-import { loadOneWithPgClient, sideEffectWithPgClient } from "postgraphile/@dataplan/pg";
-import type { PgClient } from "postgraphile/@dataplan/pg";
+import { loadOneWithPgClient } from "postgraphile/@dataplan/pg";
+import type { PgClient, WithPgClient } from "postgraphile/@dataplan/pg";
+import { list, sideEffect } from "postgraphile/grafast";
+import { callerFailure } from "../src/http/errors.js";
 import { extendSchema } from "postgraphile/utils";
 import type { DocumentNode } from "postgraphile/graphql";
 
@@ -38,16 +40,19 @@ export function sqlCall(op: SqlOperation, values: Record<string, unknown>): { te
   return { text: `select ${op.sqlFunction}(${named.join(", ")}) as result`, values: params };
 }
 
-/** SQLSTATE class AP: a business failure the mutation reports as `success: false`. */
-const isBusinessFailure = (e: unknown) => typeof (e as { code?: unknown })?.code === "string" && (e as { code: string }).code.startsWith("AP");
-
-async function runMutation(client: PgClient, op: SqlOperation, args: Record<string, unknown>) {
+/**
+ * Runs a mutation's function in the request's transaction. A failure the caller can act on (our
+ * SQL's class AP, or the request's time running out, waiting for a connection included) is
+ * `success: false`; a commit after a failed statement rolls the field back, so nothing is written.
+ */
+async function runMutation(
+  db: { withPgClient: WithPgClient; pgSettings: Record<string, string> }, op: SqlOperation, args: Record<string, unknown>,
+) {
   try {
-    // No savepoint needed: the adaptor gives each mutation field its own `begin … commit`, and a
-    // commit after a failed statement rolls the whole field back (nothing is written).
-    return (await client.query<{ result: unknown }>(sqlCall(op, args))).rows[0].result;
+    return await db.withPgClient(db.pgSettings, async (client: PgClient) =>
+      (await client.query<{ result: unknown }>(sqlCall(op, args))).rows[0].result);
   } catch (e) {
-    if (isBusinessFailure(e) && !op.failuresAsErrors) return { success: false, error: (e as Error).message };
+    if (!op.failuresAsErrors && callerFailure(e)?.business) return { success: false, error: callerFailure(e)!.message };
     throw e;
   }
 }
@@ -64,8 +69,7 @@ export function sqlOperationsPlugin(name: string, typeDefs: DocumentNode, operat
               (await client.query<{ result: unknown }>(sqlCall(op, args as Record<string, unknown>))).rows[0].result)));
       } else {
         plans.Mutation[field] = (_$root: unknown, fieldArgs: { getRaw(): any }) =>
-          sideEffectWithPgClient(executor, fieldArgs.getRaw(), (client, args) =>
-            runMutation(client, op, args as Record<string, unknown>));
+          sideEffect(list([executor.context(), fieldArgs.getRaw()]), ([db, args]: any) => runMutation(db, op, args));
       }
     }
     return {

@@ -21,6 +21,13 @@ export interface Config {
   worker: boolean;
   graphiql: boolean;
   bodyLimit: string;
+  /** Connections of the API's pool (the authenticator's). */
+  apiPoolSize: number;
+  /**
+   * The most database time one API request may take, waits for a connection included; also
+   * each statement's limit on the API's connections. The worker and the CLI keep their own.
+   */
+  statementTimeoutMs: number;
 }
 
 const dataDir = path.resolve(process.env.DATA_DIR ?? ".data");
@@ -37,8 +44,8 @@ export function localSecret(name: string, envValue: string | undefined, warn: st
   return value;
 }
 
-function wholeNumber(name: string, fallback: number, min = 1): number {
-  const raw = process.env[name];
+function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
+  const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) throw new Error(`${name} must be a whole number of at least ${min}, got "${raw}".`);
@@ -46,7 +53,7 @@ function wholeNumber(name: string, fallback: number, min = 1): number {
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const port = wholeNumber("PORT", 5678, 0); // 0: any free port
+  const port = wholeNumber(env, "PORT", 5678, 0); // 0: any free port
   return {
     port,
     host: env.HOST ?? "127.0.0.1",
@@ -56,12 +63,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwtSecret: localSecret("jwt-secret", env.JWT_SECRET,
       "JWT_SECRET is not set: using a generated secret kept in the data folder. Set JWT_SECRET in production."),
     jwtPublicKey: env.JWT_PUBLIC_KEY || undefined,
-    rateLimitPerHour: wholeNumber("RATE_LIMIT_PER_HOUR", 5000),
+    rateLimitPerHour: wholeNumber(env, "RATE_LIMIT_PER_HOUR", 5000),
     storageDir: path.resolve(env.STORAGE_DIR ?? path.join(dataDir, "objects")),
     publicUrl: (env.PUBLIC_URL ?? `http://localhost:${port}`).replace(/\/$/, ""),
     dataDir,
     worker: env.WORKER !== "off",
     graphiql: env.GRAPHIQL !== "off",
     bodyLimit: env.BODY_LIMIT ?? "1mb",
+    apiPoolSize: wholeNumber(env, "API_POOL_SIZE", 20, 2),
+    statementTimeoutMs: wholeNumber(env, "STATEMENT_TIMEOUT_MS", 5000, 100),
   };
 }

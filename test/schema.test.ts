@@ -3,6 +3,7 @@ import { postgraphile } from "postgraphile";
 import { getNamedType, isObjectType, printSchema, type GraphQLNamedType, type GraphQLSchema } from "postgraphile/graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makePreset } from "../plugins/preset.js";
+import { ConnectionShare } from "../src/http/connection-share.js";
 import { startHarness, type Harness } from "./helpers/harness.js";
 
 /**
@@ -15,7 +16,7 @@ let schema: GraphQLSchema;
 let release: () => Promise<void>;
 beforeAll(async () => {
   h = await startHarness();
-  const pgl = postgraphile(makePreset(h.auth, { graphiql: false }));
+  const pgl = postgraphile(makePreset(h.auth, { graphiql: false, share: ConnectionShare.forPool(20), statementTimeoutMs: 5000 }));
   schema = await pgl.getSchema();
   release = async () => { await pgl.release(); };
   if (process.env.PRINT_SCHEMA) writeFileSync(process.env.PRINT_SCHEMA, printSchema(schema));

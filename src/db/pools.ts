@@ -1,12 +1,24 @@
 import pg from "pg";
+import type { Config } from "../config.js";
 import { logger } from "../logger.js";
 
-export function makePool(connectionString: string, max = 10): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max });
+export function makePool(connectionString: string, max = 10, options: pg.PoolConfig = {}): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max, ...options });
   // An idle client's error (e.g. the server restarted) must not crash the process.
   pool.on("error", (err) => logger.warn({ err: err.message }, "idle database client error"));
   pool.on("connect", (client) => client.on("error", (err) => logger.warn({ err: err.message }, "database client error")));
   return pool;
+}
+
+/**
+ * The API's pool. Every statement on it is bounded (authentication and idempotency claims too),
+ * and so is the wait for one of its connections: a request never waits unanswered.
+ */
+export function makeApiPool(connectionString: string, config: Pick<Config, "apiPoolSize" | "statementTimeoutMs">): pg.Pool {
+  return makePool(connectionString, config.apiPoolSize, {
+    statement_timeout: config.statementTimeoutMs,
+    connectionTimeoutMillis: config.statementTimeoutMs,
+  });
 }
 
 /** The authenticator's URL: same server and database as the owner's, another login role. */

@@ -2,7 +2,19 @@ import { GraphQLError } from "postgraphile/graphql";
 import { currentRequestId } from "./request-context.js";
 import { logger } from "../logger.js";
 
-export type ErrorCode = "UNAUTHENTICATED" | "FORBIDDEN" | "NOT_FOUND" | "RATE_LIMITED" | "BAD_USER_INPUT" | "INTERNAL";
+export type ErrorCode =
+  | "UNAUTHENTICATED" | "FORBIDDEN" | "NOT_FOUND" | "RATE_LIMITED" | "BAD_USER_INPUT" | "SERVICE_UNAVAILABLE" | "INTERNAL";
+
+/** Said when a request's database work passes STATEMENT_TIMEOUT_MS (waits for a connection included). */
+export const TIMEOUT_MESSAGE = "The request took too long; narrow it.";
+
+/** A request's database budget ran out before it got a connection. */
+export class RequestTimeout extends Error {
+  readonly code = "57014";
+  constructor() {
+    super(TIMEOUT_MESSAGE);
+  }
+}
 
 /** SQLSTATEs raised by our SQL (app_private.fail) and the contract code each one means. */
 const SQLSTATE_CODES: Record<string, ErrorCode> = {
@@ -14,20 +26,36 @@ const SQLSTATE_CODES: Record<string, ErrorCode> = {
   AP409: "BAD_USER_INPUT",
 };
 
+/**
+ * A database failure the caller can act on, with the message to show: our own SQL errors
+ * (class AU/AP) keep theirs; a statement cancelled by the timeout (57014) or a connection not
+ * given in time (pg-pool says so only in words) is the caller's request being too heavy.
+ * Anything else is ours and is masked.
+ */
+export function callerFailure(e: unknown): { message: string; code: ErrorCode; business: boolean } | undefined {
+  const err = e as { code?: unknown; message?: unknown } | null | undefined;
+  const code = typeof err?.code === "string" ? SQLSTATE_CODES[err.code] : undefined;
+  if (code) return { message: String(err!.message), code, business: (err!.code as string).startsWith("AP") };
+  if (err?.code === "57014" || err?.message === "timeout exceeded when trying to connect") {
+    return { message: TIMEOUT_MESSAGE, code: "BAD_USER_INPUT", business: true };
+  }
+  return undefined;
+}
+
 /** A GraphQL error body as the contract shows it, for responses written outside GraphQL. */
 export function errorBody(message: string, code: ErrorCode, extra: Record<string, unknown> = {}) {
   return { errors: [{ message, extensions: { code, ...extra } }] };
 }
 
 /**
- * Every error leaves with `extensions.code`. Our own SQL errors keep their message; errors
- * GraphQL itself produced (validation, variable coercion) are the caller's fault; anything
+ * Every error leaves with `extensions.code`. Failures the caller can act on keep their message;
+ * errors GraphQL itself produced (validation, variable coercion) are the caller's fault; anything
  * else is logged with the request id and masked.
  */
 export function maskError(error: GraphQLError): GraphQLError {
-  const original = error.originalError as (Error & { code?: unknown; extensions?: Record<string, unknown> }) | undefined;
-  const sqlCode = typeof original?.code === "string" ? SQLSTATE_CODES[original.code] : undefined;
-  if (sqlCode) return withCode(error, original!.message, sqlCode);
+  const original = error.originalError as (Error & { code?: unknown }) | undefined;
+  const failure = callerFailure(original);
+  if (failure) return withCode(error, failure.message, failure.code);
   if (!original || original instanceof GraphQLError) {
     const code = (error.extensions?.code as ErrorCode | undefined) ?? "BAD_USER_INPUT";
     return withCode(error, error.message, code);

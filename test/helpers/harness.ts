@@ -4,7 +4,7 @@ import pg from "pg";
 import request from "supertest";
 import { inject } from "vitest";
 import { loadConfig, type Config } from "../../src/config.js";
-import { authenticatorUrl, makePool } from "../../src/db/pools.js";
+import { authenticatorUrl, makeApiPool, makePool } from "../../src/db/pools.js";
 import { makeApp, type AppHandle } from "../../src/http/app.js";
 import { withDatabase } from "./global-setup.js";
 
@@ -37,7 +37,7 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
   const config = { ...loadConfig(), databaseUrl, ...overrides };
   // makePool: an error on an idle client (e.g. the forced drop below) is logged, not thrown.
   const owner = makePool(databaseUrl, 5);
-  const auth = makePool(authenticatorUrl(databaseUrl, config.authenticatorPassword), 20);
+  const auth = makeApiPool(authenticatorUrl(databaseUrl, config.authenticatorPassword), config);
   const apps: AppHandle[] = [];
   const extraPools: pg.Pool[] = [];
   const handle = await makeApp(config, { owner, auth });
@@ -52,7 +52,7 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
     },
     async secondApp(o = {}) {
       // Its own pools: to PostgreSQL it is another server process.
-      const auth2 = makePool(authenticatorUrl(databaseUrl, config.authenticatorPassword), 20);
+      const auth2 = makeApiPool(authenticatorUrl(databaseUrl, config.authenticatorPassword), { ...config, ...o });
       extraPools.push(auth2);
       const a = await makeApp({ ...config, ...o }, { owner, auth: auth2 });
       apps.push(a);

@@ -1,0 +1,155 @@
+import type pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ConnectionShare } from "../src/http/connection-share.js";
+import { RequestTimeout, TIMEOUT_MESSAGE } from "../src/http/errors.js";
+import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+
+/**
+ * No request can hold the service: a time budget per request (STATEMENT_TIMEOUT_MS), one
+ * connection at a time per request, and a fair share of the pool per organization. Issue 7,
+ * defect 2. A table lock taken by the owner stands in for a heavy query: it holds API statements
+ * for as long as the test wants, and pg_stat_activity shows how many connections wait on it.
+ */
+let h: Harness;
+let a: Tenant;
+let b: Tenant;
+const TIMEOUT = 1500;
+beforeAll(async () => {
+  h = await startHarness({ statementTimeoutMs: TIMEOUT, rateLimitPerHour: 1_000_000 });
+  a = await createTenant(h);
+  b = await createTenant(h);
+});
+afterAll(async () => {
+  await h?.close();
+});
+
+/** Holds an exclusive lock on the ledger until the returned function is called. */
+async function lockLedger(): Promise<() => Promise<void>> {
+  const client: pg.PoolClient = await h.owner.connect();
+  await client.query("begin");
+  await client.query("lock table app_public.ledger_events in access exclusive mode");
+  return async () => {
+    await client.query("rollback");
+    client.release();
+  };
+}
+
+/** API connections waiting on a lock right now. */
+async function waitingApiConnections(): Promise<number> {
+  const { rows } = await h.owner.query(`select count(*)::int as n from pg_stat_activity
+     where usename = 'accounting_authenticator' and wait_event_type = 'Lock' and datname = current_database()`);
+  return rows[0].n;
+}
+
+/** The most connections seen waiting while `work` runs. */
+async function peakWaiting(work: PromiseLike<unknown>): Promise<number> {
+  let peak = 0;
+  let done = false;
+  void Promise.resolve(work).finally(() => { done = true; });
+  while (!done) {
+    peak = Math.max(peak, await waitingApiConnections());
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return peak;
+}
+
+const LIST = "query($o: UUID!) { listLedgerEvents(organizationId: $o) { totalCount } }";
+const CREATE = `mutation($o: UUID!) { createLedgerEvent(organizationId: $o, merchantName: "Blocked", amount: "1.00", transactionDate: "2026-01-02") { success error eventId } }`;
+
+describe("a request that takes too long", () => {
+  it("is a BAD_USER_INPUT error with a clear message in a query", async () => {
+    const unlock = await lockLedger();
+    try {
+      const started = Date.now();
+      const res = await h.gql(LIST, { o: a.organizationId }, a.apiKey);
+      expect(errorOf(res)).toEqual({ message: TIMEOUT_MESSAGE, code: "BAD_USER_INPUT" });
+      expect(Date.now() - started).toBeLessThan(TIMEOUT + 1000);
+    } finally {
+      await unlock();
+    }
+  });
+
+  it("is success: false in a mutation, and nothing is written", async () => {
+    const unlock = await lockLedger();
+    try {
+      const res = await h.gql(CREATE, { o: a.organizationId }, a.apiKey);
+      expect(dataOf(res, "createLedgerEvent")).toEqual({ success: false, error: TIMEOUT_MESSAGE, eventId: null });
+    } finally {
+      await unlock();
+    }
+    const { rows } = await h.owner.query("select count(*)::int as n from app_public.ledger_events where merchant_name = 'Blocked'");
+    expect(rows[0].n).toBe(0);
+  });
+
+  it("is one budget for the whole request: twenty aliases wait on one connection, not twenty, and not twenty times", async () => {
+    const aliases = Array.from({ length: 20 }, (_, i) => `l${i}: listLedgerEvents(organizationId: $o) { totalCount }`).join(" ");
+    const unlock = await lockLedger();
+    try {
+      const started = Date.now();
+      const res = h.gql(`query($o: UUID!) { ${aliases} }`, { o: a.organizationId }, a.apiKey);
+      expect(await peakWaiting(res)).toBe(1);
+      const body = (await res).body;
+      expect(Date.now() - started).toBeLessThan(TIMEOUT + 1000);
+      // Non-null root fields: the first failure nulls the whole response.
+      expect(body.data).toBeNull();
+      for (const e of body.errors) expect(e).toMatchObject({ message: TIMEOUT_MESSAGE, extensions: { code: "BAD_USER_INPUT" } });
+      // Still one request as far as the rate limit is concerned.
+      const after = await h.gql("{ myOrganizations { id } }", {}, a.apiKey);
+      const remaining = Number(after.headers["x-ratelimit-remaining"]);
+      const again = await h.gql("{ myOrganizations { id } }", {}, a.apiKey);
+      expect(Number(again.headers["x-ratelimit-remaining"])).toBe(remaining - 1);
+    } finally {
+      await unlock();
+    }
+  });
+});
+
+describe("a fair share of the pool per organization", () => {
+  it("holds one organization to a quarter of the pool, API keys and JWT sessions together, while another is served at once", async () => {
+    const share = Math.max(2, Math.floor(h.config.apiPoolSize / 4));
+    const unlock = await lockLedger();
+    let heavy: Promise<unknown>;
+    try {
+      const requests = [
+        ...Array.from({ length: 6 }, () => h.gql(LIST, { o: a.organizationId }, a.apiKey)),
+        ...Array.from({ length: 6 }, () => h.gql(LIST, { o: a.organizationId }, a.ownerJwt, { "X-Organization-Id": a.organizationId })),
+      ];
+      heavy = Promise.all(requests);
+      await new Promise((r) => setTimeout(r, 300));
+      const peak = peakWaiting(new Promise((r) => setTimeout(r, 400)));
+      const started = Date.now();
+      const other = await h.gql("{ myOrganizations { id } }", {}, b.apiKey);
+      expect(Date.now() - started).toBeLessThan(200);
+      expect(dataOf(other, "myOrganizations")).toEqual([{ id: b.organizationId }]);
+      expect(await peak).toBe(share);
+    } finally {
+      await new Promise((r) => setTimeout(r, 200));
+      await unlock();
+    }
+    // The ones that waited their turn within the budget are answered once the lock is gone.
+    const answers = (await heavy) as { body: { data: unknown; errors?: unknown } }[];
+    expect(answers.every((r) => r.body.errors === undefined)).toBe(true);
+  });
+});
+
+describe("ConnectionShare", () => {
+  it("lets waiters in first come, first served, and times out a waiter at its deadline", async () => {
+    const share = new ConnectionShare(2);
+    const order: number[] = [];
+    const r1 = await share.acquire("t", Date.now() + 1000);
+    const r2 = await share.acquire("t", Date.now() + 1000);
+    const third = share.acquire("t", Date.now() + 1000).then((release) => { order.push(3); return release; });
+    const fourth = share.acquire("t", Date.now() + 1000).then((release) => { order.push(4); return release; });
+    const late = share.acquire("t", Date.now() + 50);
+    await expect(late).rejects.toBeInstanceOf(RequestTimeout);
+    expect(share.held("t")).toBe(2);
+    r1();
+    r1(); // releasing twice frees one slot only
+    r2();
+    (await third)();
+    (await fourth)();
+    expect(order).toEqual([3, 4]);
+    expect(share.held("t")).toBe(0);
+    expect(share.held("other")).toBe(0);
+  });
+});
