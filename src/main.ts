@@ -2,7 +2,7 @@ import type { Runner } from "graphile-worker";
 import { loadConfig } from "./config.js";
 import { startEmbeddedPostgres } from "./db/embedded.js";
 import { ensureAuthenticatorLogin, runMigrations } from "./db/migrate.js";
-import { authenticatorUrl, makePool } from "./db/pools.js";
+import { authenticatorUrl, makeApiPool, makePool } from "./db/pools.js";
 import { makeApp } from "./http/app.js";
 import { flushLogs, logger } from "./logger.js";
 import { startWorker } from "../worker/run.js";
@@ -13,11 +13,16 @@ import { startWorker } from "../worker/run.js";
  */
 // A start that cannot complete (database unreachable, port taken, bad setting) says why in one
 // log line and exits 1, instead of a stack trace.
+let phase: "starting" | "serving" | "stopping" = "starting";
 process.on("uncaughtException", (err) => fatal(err));
 process.on("unhandledRejection", (err) => fatal(err));
 function fatal(err: unknown): never {
-  const e = err as Error & { code?: string };
-  logger.fatal({ err: { message: e.message, code: e.code } }, "cannot start");
+  // Whatever was thrown (libraries reject with undefined, strings, plain objects) is said in full.
+  const e = err as { message?: unknown; code?: unknown } | null | undefined;
+  const described = err instanceof Error
+    ? { message: err.message, code: e!.code }
+    : { message: typeof err === "object" && err !== null ? JSON.stringify(err) : String(err) };
+  logger.fatal({ err: described }, phase === "starting" ? "cannot start" : `fatal error while ${phase}`);
   flushLogs();
   process.exit(1);
 }
@@ -34,23 +39,26 @@ if (!databaseUrl) {
 await runMigrations(databaseUrl);
 const owner = makePool(databaseUrl, 4);
 if (!config.authDatabaseUrl) await ensureAuthenticatorLogin(owner, config.authenticatorPassword);
-const auth = makePool(config.authDatabaseUrl ?? authenticatorUrl(databaseUrl, config.authenticatorPassword), 20);
+const auth = makeApiPool(config.authDatabaseUrl ?? authenticatorUrl(databaseUrl, config.authenticatorPassword), config);
 
 const handle = await makeApp(config, { owner, auth });
 const worker: Runner | undefined = config.worker ? await startWorker(owner) : undefined;
 await new Promise<void>((resolve) => handle.server.listen(config.port, config.host, resolve));
 const { port } = handle.server.address() as import("node:net").AddressInfo;
+phase = "serving";
 logger.info({ url: `http://${config.host}:${port}/graphql`, worker: Boolean(worker), embedded: Boolean(stopDatabase) }, "accounting API listening");
 
-let stopping = false;
 async function shutdown(signal: string) {
-  if (stopping) return;
-  stopping = true;
+  if (phase === "stopping") return;
+  phase = "stopping";
   logger.info({ signal }, "shutting down");
-  // Stop accepting, let requests in flight finish, then the worker, the pools and the database.
+  // Stop accepting, let requests in flight finish (each is bounded by STATEMENT_TIMEOUT_MS; a
+  // client that keeps a connection open longer is cut off), then the worker, the pools and, last,
+  // the database.
   await new Promise<void>((resolve) => {
     handle.server.close(() => resolve());
     handle.server.closeIdleConnections();
+    setTimeout(() => handle.server.closeAllConnections(), config.statementTimeoutMs + 5000).unref();
   });
   await handle.close();
   await worker?.stop();
@@ -62,3 +70,7 @@ async function shutdown(signal: string) {
 }
 process.once("SIGTERM", () => void shutdown("SIGTERM"));
 process.once("SIGINT", () => void shutdown("SIGINT"));
+// `npm start` runs this under a launcher (tsx); when the launcher is killed outright, nothing
+// would ever stop this server or its database. Its parent changing means exactly that.
+const launcher = process.ppid;
+setInterval(() => { if (process.ppid !== launcher) void shutdown("launcher gone"); }, 1000).unref();

@@ -1,49 +1,21 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTenant, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
-
-/** The service as `npm start` runs it, in real processes, with its logs captured. */
-interface Proc { child: ChildProcess; url: string; logs: () => string; exited: Promise<number | null> }
-
-function startServer(databaseUrl: string, env: Record<string, string>): Promise<Proc> {
-  let out = "";
-  const child = spawn(path.resolve("node_modules/.bin/tsx"), ["src/main.ts"], {
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: "0", LOG_LEVEL: "debug", NODE_ENV: "production",
-      DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "accounting-data-")), ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${out}`)), 60_000);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      const m = out.match(/"url":"(http:\/\/[^"]+)\/graphql"/);
-      if (m) { clearTimeout(timer); resolve({ child, url: m[1], logs: () => out, exited }); }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.on("exit", () => reject(new Error(`server exited:\n${out}`)));
-  });
-}
+import { postGraphql, startServerProcess, type ServerProcess } from "./helpers/server-process.js";
 
 let h: Harness;
 let t: Tenant;
-let servers: Proc[] = [];
+let servers: ServerProcess[] = [];
 beforeAll(async () => {
   h = await startHarness();
   t = await createTenant(h);
-  servers = await Promise.all([1, 2].map(() => startServer(h.databaseUrl, { RATE_LIMIT_PER_HOUR: "4" })));
+  servers = await Promise.all([1, 2].map(() => startServerProcess({ DATABASE_URL: h.databaseUrl, RATE_LIMIT_PER_HOUR: "4" })));
 });
 afterAll(async () => {
-  for (const s of servers) s.child.kill("SIGKILL");
+  for (const s of servers) s.kill();
   await h?.close();
 });
 
-const gql = (url: string, query: string, auth?: string) =>
-  fetch(`${url}/graphql`, { method: "POST", headers: { "content-type": "application/json", ...(auth ? { authorization: auth } : {}) }, body: JSON.stringify({ query }) });
+const gql = (url: string, query: string, auth?: string) => postGraphql(url, { query }, auth);
 
 describe("two server processes on one database", () => {
   it("share one rate-limit quota", async () => {

@@ -1,0 +1,137 @@
+import { chmodSync, existsSync, mkdirSync, mkdtempSync as mkdtemp, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { afterAll, describe, expect, it } from "vitest";
+import { postGraphql, startServerProcess, type ServerProcess } from "./helpers/server-process.js";
+
+/**
+ * `npm start` with its embedded PostgreSQL, as an operator meets it: a crash and a restart, a
+ * stop while a request is in flight, a database that cannot start. Issue 7, defects 3 and 4.
+ */
+const dirs: string[] = [];
+const servers: ServerProcess[] = [];
+afterAll(() => {
+  for (const s of servers) s.kill();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** A data folder the OS user `postgres` can enter (the embedded server runs as it under root). */
+function mkdtempSync(prefix: string): string {
+  const dir = mkdtemp(prefix);
+  chmodSync(dir, 0o755);
+  return dir;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, "127.0.0.1", () => {
+      const { port } = srv.address() as import("node:net").AddressInfo;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function embeddedServer(dataDir: string, pgPort: number): Promise<ServerProcess> {
+  const s = await startServerProcess({ DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(pgPort), DATABASE_URL: "", WORKER: "off", LOG_LEVEL: "info" }, 120_000);
+  servers.push(s);
+  return s;
+}
+
+const ownerUrl = (dataDir: string, pgPort: number) =>
+  `postgres://postgres:${encodeURIComponent(readFileSync(path.join(dataDir, "postgres-password"), "utf8").trim())}@127.0.0.1:${pgPort}/accounting`;
+
+/** The postmaster of a data folder, while it runs. */
+function postmasterPid(dataDir: string): number | undefined {
+  const file = path.join(dataDir, "postgres", "postmaster.pid");
+  if (!existsSync(file)) return undefined;
+  const pid = Number(readFileSync(file, "utf8").split("\n")[0]);
+  return existsSync(`/proc/${pid}`) ? pid : undefined;
+}
+
+/** The server process under the launcher (`tsx`): what `kill -9` of the running service hits. */
+function serverPid(launcherPid: number): number {
+  const children = readFileSync(`/proc/${launcherPid}/task/${launcherPid}/children`, "utf8").trim().split(/\s+/).map(Number);
+  expect(children).toHaveLength(1);
+  return children[0];
+}
+
+async function withOwner<T>(url: string, fn: (c: pg.Client) => Promise<T>): Promise<T> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return await fn(c);
+  } finally {
+    await c.end();
+  }
+}
+
+describe("npm start with the embedded PostgreSQL", () => {
+  it("comes back up with its data after kill -9 of the server while it serves", async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), "accounting-crash-"));
+    dirs.push(dataDir);
+    const pgPort = await freePort();
+    const first = await embeddedServer(dataDir, pgPort);
+    await withOwner(ownerUrl(dataDir, pgPort), (c) => c.query("select app_private.create_organization('Survives A Crash')"));
+    const orphan = postmasterPid(dataDir)!;
+    expect(orphan).toBeGreaterThan(0);
+
+    process.kill(serverPid(first.child.pid!), "SIGKILL");
+    await first.exited;
+    expect(postmasterPid(dataDir)).toBe(orphan); // the database outlived the server, holding the folder
+
+    const second = await embeddedServer(dataDir, pgPort);
+    expect(second.logs()).toContain("stopping the embedded PostgreSQL an earlier start left running");
+    const names = await withOwner(ownerUrl(dataDir, pgPort), (c) => c.query("select name from app_public.organizations"));
+    expect(names.rows).toEqual([{ name: "Survives A Crash" }]);
+    expect(await second.stop()).toBe(0);
+    expect(postmasterPid(dataDir)).toBeUndefined();
+  });
+
+  it("SIGTERM lets the request in flight finish, then stops the server and, last, the database", async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), "accounting-stop-"));
+    dirs.push(dataDir);
+    const pgPort = await freePort();
+    const server = await embeddedServer(dataDir, pgPort);
+    const url = ownerUrl(dataDir, pgPort);
+    const { org, key } = await withOwner(url, async (c) => {
+      const { rows: [o] } = await c.query("select id from app_private.create_organization('Stops Cleanly')");
+      const { rows: [k] } = await c.query("select app_private.create_api_key($1, 'k')->>'secret' as secret", [o.id]);
+      return { org: o.id as string, key: `Bearer ${k.secret}` };
+    });
+    const created = await (await postGraphql(server.url, { query: `mutation { createLedgerEvent(organizationId: "${org}", merchantName: "Slow", amount: "5.00", transactionDate: "2026-11-01") { eventId } }` }, key)).json();
+    const eventId = created.data.createLedgerEvent.eventId;
+
+    // A slow request: the event's row is locked, so rejecting it waits.
+    const locker = new pg.Client({ connectionString: url });
+    await locker.connect();
+    await locker.query("begin");
+    await locker.query("select 1 from app_public.ledger_events where id = $1 for update", [eventId]);
+    const inFlight = postGraphql(server.url, { query: `mutation { rejectLedgerEvent(organizationId: "${org}", eventId: "${eventId}") { success error } }` }, key);
+    await new Promise((r) => setTimeout(r, 300));
+    server.child.kill("SIGTERM");
+    await new Promise((r) => setTimeout(r, 700));
+    expect(postmasterPid(dataDir)).toBeGreaterThan(0); // still up while the request waits
+    await locker.query("commit");
+    await locker.end();
+
+    expect(await (await inFlight).json()).toEqual({ data: { rejectLedgerEvent: { success: true, error: null } } });
+    expect(await server.exited).toBe(0);
+    expect(server.logs()).toContain('"msg":"stopped"');
+    expect(postmasterPid(dataDir)).toBeUndefined();
+  });
+
+  it("says why when the database cannot start, and exits 1", async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), "accounting-broken-"));
+    dirs.push(dataDir);
+    // A data folder of a PostgreSQL version that does not exist.
+    mkdirSync(path.join(dataDir, "postgres"), { mode: 0o700 });
+    writeFileSync(path.join(dataDir, "postgres", "PG_VERSION"), "99\n");
+    const start = startServerProcess({ DATA_DIR: dataDir, EMBEDDED_PG_PORT: String(await freePort()), DATABASE_URL: "", WORKER: "off", LOG_LEVEL: "info" });
+    const error = await start.then(() => undefined, (e: Error) => e.message);
+    expect(error).toContain('"msg":"cannot start"');
+    expect(error).toContain("The embedded PostgreSQL in");
+    expect(error).not.toContain("Cannot read properties of undefined");
+  });
+});
