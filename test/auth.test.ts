@@ -37,6 +37,7 @@ describe("the contract's error messages, in the check order of decisions §2", (
     ["a malformed API key", () => [MY_ORGS, {}, "Bearer nope"], "Invalid API Key.", "UNAUTHENTICATED"],
     ["a JWT with a bad signature", () => [MY_ORGS, {}, "JWT " + "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJ4In0.c2lnbmF0dXJl"], "Invalid Token.", "UNAUTHENTICATED"],
     ["an expired JWT", () => [MY_ORGS, {}, jwtFor(h, a.ownerId, { expiresIn: -10 })], "Invalid Token.", "UNAUTHENTICATED"],
+    ["a JWT that never expires (no exp)", () => [MY_ORGS, {}, jwtFor(h, a.ownerId, {})], "Invalid Token.", "UNAUTHENTICATED"],
     ["a JWT for an unknown user", () => [MY_ORGS, {}, jwtFor(h, "00000000-0000-4000-8000-000000000000")], "Invalid Token.", "UNAUTHENTICATED"],
     ["an admin operation with an API key", () => [LIST_KEYS, { org: a.organizationId }, a.apiKey], "API Keys Cannot Perform Admin Operations.", "FORBIDDEN"],
     ["an admin operation with an API key, even on an unknown organization", () => [LIST_KEYS, { org: "00000000-0000-4000-8000-000000000000" }, a.apiKey], "API Keys Cannot Perform Admin Operations.", "FORBIDDEN"],

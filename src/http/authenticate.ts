@@ -77,7 +77,10 @@ export function authenticate(authPool: pg.Pool, config: Config) {
       if (scheme === "jwt") {
         let sub: unknown;
         try {
-          sub = (jwt.verify(token, verifyKey, { algorithms }) as jwt.JwtPayload).sub;
+          const payload = jwt.verify(token, verifyKey, { algorithms }) as jwt.JwtPayload;
+          // A token without an expiry would be a credential for ever.
+          if (typeof payload.exp !== "number") return res.json(errorBody("Invalid Token.", "UNAUTHENTICATED"));
+          sub = payload.sub;
         } catch {
           return res.json(errorBody("Invalid Token.", "UNAUTHENTICATED"));
         }
