@@ -1,4 +1,5 @@
 import { PgAggregatesPreset } from "@graphile/pg-aggregates";
+import { lambda, SafeError } from "postgraphile/grafast";
 
 /**
  * Read-only GraphQL access to the general ledger with @graphile/pg-aggregates (issue 4 §8).
@@ -19,6 +20,20 @@ const CODEC = behaviors("+table +select +connection +totalCount +order +orderBy 
 const RESOURCE = behaviors("+select +resource:select +connection +resource:connection +query:resource:connection -query:resource:list -list +order +orderBy +filterBy +totalCount +resource:aggregates +resource:groupedAggregates +resource:groupedAggregates:having");
 const ATTRIBUTE = behaviors("+select +attribute:select +orderBy +attribute:orderBy +condition +attribute:condition +filterBy +attribute:filterBy +attribute:groupBy +attribute:havingBy +attribute:aggregate +attribute:aggregate:orderBy +attribute:aggregate:filterBy");
 
+/** Pages of the general ledger connection: a request reads at most `max` lines (`first`, default `default`). */
+export const GENERAL_LEDGER_PAGE = { default: 100, max: 1000 } as const;
+
+const pageSize = (first: unknown): number => {
+  if (first == null) return GENERAL_LEDGER_PAGE.default;
+  if (typeof first !== "number" || first < 0 || first > GENERAL_LEDGER_PAGE.max) throw new SafeError(`first must be between 0 and ${GENERAL_LEDGER_PAGE.max}.`);
+  return first;
+};
+const pageOffset = (offset: unknown): number | null => {
+  if (offset == null) return null;
+  if (typeof offset !== "number" || offset < 0) throw new SafeError("offset must not be negative.");
+  return offset;
+};
+
 const GeneralLedgerPlugin: GraphileConfig.Plugin = {
   name: "GeneralLedgerReportingPlugin",
   version: "1.0.0",
@@ -30,6 +45,30 @@ const GeneralLedgerPlugin: GraphileConfig.Plugin = {
     },
   },
   schema: {
+    hooks: {
+      // Bounded pages: without them one request could read every line of the books into memory;
+      // and a negative `first` or `offset` is the caller's mistake, said as such.
+      GraphQLObjectType_fields_field_args: {
+        after: ["PgFirstLastBeforeAfterArgsPlugin"],
+        callback(args, _build, context) {
+          const resource = (context.scope as { pgFieldResource?: { codec: { extensions?: any } } }).pgFieldResource;
+          if (!resource || !isGeneralLedger(resource.codec) || !args.first || !args.offset) return args;
+          return {
+            ...args,
+            first: {
+              ...args.first,
+              description: `Read the first \`n\` lines: ${GENERAL_LEDGER_PAGE.default} unless given, at most ${GENERAL_LEDGER_PAGE.max}.`,
+              defaultValue: GENERAL_LEDGER_PAGE.default,
+              applyPlan: (_$parent: unknown, $connection: any, arg: any) => { $connection.setFirst(lambda(arg.getRaw(), pageSize)); },
+            },
+            offset: {
+              ...args.offset,
+              applyPlan: (_$parent: unknown, $connection: any, arg: any) => { $connection.setOffset(lambda(arg.getRaw(), pageOffset)); },
+            },
+          } as typeof args;
+        },
+      },
+    },
     entityBehavior: {
       pgCodec: { override: { provides: ["generalLedger"], callback: (behavior, codec) => (isGeneralLedger(codec) ? [behavior, ...CODEC] : behavior) } },
       pgResource: { override: { provides: ["generalLedger"], callback: (behavior, resource) => (isGeneralLedger(resource.codec) ? [behavior, ...RESOURCE] : behavior) } },

@@ -1,6 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { GENERAL_LEDGER_PAGE } from "../plugins/reporting.js";
 import { accountsOf, addAccount, bookEvent, call, createEvent, REJECT, type Accounts } from "./ledger-fixtures.js";
 
 /**
@@ -183,6 +184,24 @@ describe("the general ledger in GraphQL (@graphile/pg-aggregates)", () => {
       (o: Record<string, true>, f: { name: string }) => ({ ...o, [f.name]: true }), {}))).not.toContain("createGeneralLedgerEntry");
     const gl = dataOf(await h.gql("{ generalLedgerEntries { totalCount } }", {}, t.ownerJwt), "generalLedgerEntries");
     expect(gl.totalCount).toBe(0);
+  });
+
+  it("reads pages of at most 1,000 lines (100 unless asked), and refuses negative first or offset as the caller's mistake", async () => {
+    const page = (args: string) => h.gql(`{ generalLedgerEntries${args} { totalCount nodes { entryId } } }`, {}, t.apiKey);
+    const two = dataOf(await page("(first: 2, offset: 1)"), "generalLedgerEntries");
+    expect(two.nodes).toHaveLength(2);
+    expect(two.totalCount).toBe(13);
+    expect(dataOf(await page(""), "generalLedgerEntries").nodes).toHaveLength(13);
+    for (const [args, message] of [
+      ["(first: -1)", `first must be between 0 and ${GENERAL_LEDGER_PAGE.max}.`],
+      [`(first: ${GENERAL_LEDGER_PAGE.max + 1})`, `first must be between 0 and ${GENERAL_LEDGER_PAGE.max}.`],
+      ["(offset: -5)", "offset must not be negative."],
+    ]) {
+      expect(errorOf(await page(args))).toEqual({ message, code: "BAD_USER_INPUT" });
+    }
+    const intro = await h.gql(`{ __type(name: "Query") { fields { name args { name defaultValue } } } }`);
+    const field = intro.body.data.__type.fields.find((f: { name: string }) => f.name === "generalLedgerEntries");
+    expect(field.args.find((a: { name: string }) => a.name === "first").defaultValue).toBe(String(GENERAL_LEDGER_PAGE.default));
   });
 
   it("a JWT session names its organization with X-Organization-Id, checked for membership", async () => {

@@ -163,6 +163,14 @@ describe("every error body is JSON with a code", () => {
     expect(res.body).toEqual({ errors: [{ message, extensions: { code: "BAD_USER_INPUT" } }] });
   });
 
+  it("variables nested deeper than any input needs are 400, not a stack overflow", async () => {
+    const deep = "[".repeat(200_000) + "]".repeat(200_000);
+    const res = await request(h.handle.app).post("/graphql").set("Content-Type", "application/json").set("Authorization", t.apiKey)
+      .set("Idempotency-Key", "deep-1").send(`{"query":"mutation { __typename }","variables":{"x":${deep}}}`);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ errors: [{ message: `variables are nested too deeply: more than ${QUERY_LIMITS.maxVariableDepth} levels.`, extensions: { code: "BAD_USER_INPUT" } }] });
+  });
+
   it("an unknown path is a JSON 404", async () => {
     const res = await request(h.handle.app).get("/nope");
     expect(res.status).toBe(404);

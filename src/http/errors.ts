@@ -1,3 +1,4 @@
+import { isSafeError } from "postgraphile/grafast";
 import { GraphQLError } from "postgraphile/graphql";
 import { currentRequestId } from "./request-context.js";
 import { logger } from "../logger.js";
@@ -39,6 +40,8 @@ export function callerFailure(e: unknown): { message: string; code: ErrorCode; b
   if (err?.code === "57014" || err?.message === "timeout exceeded when trying to connect") {
     return { message: TIMEOUT_MESSAGE, code: "BAD_USER_INPUT", business: true };
   }
+  // Grafast's SafeError is by its definition a message meant for the caller.
+  if (e instanceof Error && isSafeError(e)) return { message: e.message, code: "BAD_USER_INPUT", business: true };
   return undefined;
 }
 

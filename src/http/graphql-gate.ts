@@ -12,7 +12,7 @@ import { identityOf } from "./authenticate.js";
  * fields only (introspection nesting is bounded by GraphQL's own MaxIntrospectionDepthRule);
  * every selected field counts towards `maxFields`.
  */
-export const QUERY_LIMITS = { maxDepth: 10, maxFields: 500, maxRootFields: 20, maxTokens: 10_000 } as const;
+export const QUERY_LIMITS = { maxDepth: 10, maxFields: 500, maxRootFields: 20, maxTokens: 10_000, maxVariableDepth: 32 } as const;
 
 export const NUL_MESSAGE = "Text must not contain the NUL character (\\u0000).";
 
@@ -66,7 +66,11 @@ export function graphqlGate(getSchema: () => GraphQLSchema) {
     if (checked.errors?.length) {
       return res.json({ errors: checked.errors.map((e) => ({ message: e.message, locations: e.locations, extensions: { code: "BAD_USER_INPUT" } })) });
     }
-    if (hasNul(variables)) return res.json(errorBody(NUL_MESSAGE, "BAD_USER_INPUT"));
+    const problem = variablesProblem(variables);
+    if (problem === "deep") {
+      return res.status(400).json(errorBody(`variables are nested too deeply: more than ${QUERY_LIMITS.maxVariableDepth} levels.`, "BAD_USER_INPUT"));
+    }
+    if (problem === "nul") return res.json(errorBody(NUL_MESSAGE, "BAD_USER_INPUT"));
     const operation = getOperationAST(checked.document!, operationName ?? undefined);
     // Every data operation refuses an anonymous caller in SQL too; refusing here spends no
     // database connection on a request that cannot succeed.
@@ -97,13 +101,26 @@ function checkDocument(query: string, schema: GraphQLSchema): Checked {
   return errors.length ? { errors } : { document, dataFields: measured.dataFields };
 }
 
-function hasNul(value: unknown): boolean {
-  if (typeof value === "string") return value.includes("\0");
-  if (Array.isArray(value)) return value.some(hasNul);
-  if (value !== null && typeof value === "object") {
-    return Object.entries(value).some(([k, v]) => k.includes("\0") || hasNul(v));
+/**
+ * What is wrong with a request's variables, if anything: a NUL in any string or key, or nesting
+ * deeper than any input type of the schema needs. Iterative: JSON.parse accepts nesting deep
+ * enough to overflow the stack of a recursive walk (and of JSON.stringify later on).
+ */
+function variablesProblem(variables: unknown): "nul" | "deep" | undefined {
+  const stack: [unknown, number][] = [[variables, 0]];
+  while (stack.length) {
+    const [value, depth] = stack.pop()!;
+    if (typeof value === "string") {
+      if (value.includes("\0")) return "nul";
+    } else if (value !== null && typeof value === "object") {
+      if (depth >= QUERY_LIMITS.maxVariableDepth) return "deep";
+      for (const [k, v] of Object.entries(value)) {
+        if (k.includes("\0")) return "nul";
+        stack.push([v, depth + 1]);
+      }
+    }
   }
-  return false;
+  return undefined;
 }
 
 /** What a selection set costs: fields in all (nested included), data depth, data fields at its top. */
