@@ -19,6 +19,10 @@ const isGeneralLedger = (codec: { extensions?: any }) =>
 const CODEC = behaviors("+table +select +connection +totalCount +order +orderBy +filterBy");
 const RESOURCE = behaviors("+select +resource:select +connection +resource:connection +query:resource:connection -query:resource:list -list +order +orderBy +filterBy +totalCount +resource:aggregates +resource:groupedAggregates +resource:groupedAggregates:having");
 const ATTRIBUTE = behaviors("+select +attribute:select +orderBy +attribute:orderBy +condition +attribute:condition +filterBy +attribute:filterBy +attribute:groupBy +attribute:havingBy +attribute:aggregate +attribute:aggregate:orderBy +attribute:aggregate:filterBy");
+// pg-aggregates offers `having` filters of every aggregate on date columns, though PostgreSQL has
+// no sum or average of a date and a count is no date: such a filter could only fail. Dates group.
+const DATE_ATTRIBUTE = ATTRIBUTE.filter((b) => b !== "+attribute:havingBy");
+const isDate = (codec: { name?: string } | undefined) => codec?.name === "date" || codec?.name === "timestamptz";
 
 /** Pages of the general ledger connection: a request reads at most `max` lines (`first`, default `default`). */
 export const GENERAL_LEDGER_PAGE = { default: 100, max: 1000 } as const;
@@ -73,7 +77,13 @@ const GeneralLedgerPlugin: GraphileConfig.Plugin = {
       pgCodec: { override: { provides: ["generalLedger"], callback: (behavior, codec) => (isGeneralLedger(codec) ? [behavior, ...CODEC] : behavior) } },
       pgResource: { override: { provides: ["generalLedger"], callback: (behavior, resource) => (isGeneralLedger(resource.codec) ? [behavior, ...RESOURCE] : behavior) } },
       pgCodecAttribute: {
-        override: { provides: ["generalLedger"], callback: (behavior, [codec]) => (isGeneralLedger(codec) ? [behavior, ...ATTRIBUTE] : behavior) },
+        override: {
+          provides: ["generalLedger"],
+          callback: (behavior, [codec, name]) => {
+            if (!isGeneralLedger(codec)) return behavior;
+            return [behavior, ...(isDate((codec as any).attributes?.[name]?.codec) ? DATE_ATTRIBUTE : ATTRIBUTE)];
+          },
+        },
       },
     },
   },

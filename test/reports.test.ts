@@ -204,6 +204,15 @@ describe("the general ledger in GraphQL (@graphile/pg-aggregates)", () => {
     expect(field.args.find((a: { name: string }) => a.name === "first").defaultValue).toBe(String(GENERAL_LEDGER_PAGE.default));
   });
 
+  it("a having filter value PostgreSQL cannot read is the caller's mistake; dates are grouped, never filtered by sums", async () => {
+    const res = await h.gql(`{ generalLedgerEntries { groupedAggregates(groupBy: [ACCOUNT_NAME], having: { sum: { amount: { equalTo: "0x10" } } }) { keys } } }`, {}, t.apiKey);
+    expect(errorOf(res).code).toBe("BAD_USER_INPUT");
+    expect(errorOf(res).message).toMatch(/^Invalid value: invalid input syntax for type numeric/);
+    const dates = await h.gql(`{ generalLedgerEntries { groupedAggregates(groupBy: [MONTH], having: { sum: { txnDate: { greaterThan: "2026-01-01" } } }) { keys } } }`, {}, t.apiKey);
+    expect(errorOf(dates)).toMatchObject({ code: "BAD_USER_INPUT" });
+    expect(errorOf(dates).message).toMatch(/txnDate/);
+  });
+
   it("a JWT session names its organization with X-Organization-Id, checked for membership", async () => {
     const own = dataOf(await h.gql("{ generalLedgerEntries { totalCount } }", {}, t.ownerJwt, { "X-Organization-Id": t.organizationId }), "generalLedgerEntries");
     expect(own.totalCount).toBe(13);

@@ -1,6 +1,6 @@
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { NUL_MESSAGE, QUERY_LIMITS } from "../src/http/graphql-gate.js";
+import { NUL_MESSAGE, QUERY_LIMITS, SURROGATE_MESSAGE } from "../src/http/graphql-gate.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { postGraphql, startServerProcess, type ServerProcess } from "./helpers/server-process.js";
 
@@ -129,6 +129,21 @@ describe("a NUL character anywhere in a request", () => {
       const res = await h.gql(`mutation($o: UUID!, $s: String!) { ${probe} }`, { o: t.organizationId, s: "x\u0000y@example.test" }, t.ownerJwt);
       expect(errorOf(res)).toEqual({ message: NUL_MESSAGE, code: "BAD_USER_INPUT" });
     }
+  });
+});
+
+describe("an unpaired surrogate in a request", () => {
+  it("is refused like a NUL, in a variable or a JSON-sent batch item, and in a literal", async () => {
+    const batch = await h.gql(`mutation($o: UUID!, $items: [ContactInput!]!) { batchCreateContacts(organizationId: $o, items: $items) { created } }`,
+      { o: t.organizationId, items: [{ contactType: "vendor", displayName: "\ud800" }] }, t.apiKey);
+    expect(errorOf(batch)).toEqual({ message: SURROGATE_MESSAGE, code: "BAD_USER_INPUT" });
+    // In a literal, GraphQL's own parser refuses it: a syntax error.
+    const literal = await h.gql(`query($o: UUID!) { listLedgerEvents(organizationId: $o, status: ["\\udfff"]) { totalCount } }`, { o: t.organizationId }, t.apiKey);
+    expect(literal.status).toBe(400);
+    expect(errorOf(literal).code).toBe("BAD_USER_INPUT");
+    const paired = await h.gql(`query($o: UUID!, $s: String) { listAccounts(organizationId: $o, search: $s) { totalCount } }`,
+      { o: t.organizationId, s: "\ud83d\ude00 emoji" }, t.apiKey);
+    expect(dataOf(paired, "listAccounts").totalCount).toBe(0);
   });
 });
 

@@ -15,6 +15,11 @@ import { identityOf } from "./authenticate.js";
 export const QUERY_LIMITS = { maxDepth: 10, maxFields: 500, maxRootFields: 20, maxTokens: 10_000, maxVariableDepth: 32 } as const;
 
 export const NUL_MESSAGE = "Text must not contain the NUL character (\\u0000).";
+export const SURROGATE_MESSAGE = "Text must be valid Unicode: it holds an unpaired surrogate.";
+
+/** A NUL cannot be stored in PostgreSQL text; an unpaired surrogate is no character at all. */
+const textProblem = (s: string): "nul" | "surrogate" | undefined =>
+  s.includes("\0") ? "nul" : !(s as unknown as { isWellFormed(): boolean }).isWellFormed() ? "surrogate" : undefined;
 
 interface Checked {
   document?: DocumentNode;
@@ -26,8 +31,8 @@ interface Checked {
 
 /**
  * Admits one GraphQL request: a JSON object body (no batched arrays) with a `query` that parses
- * within QUERY_LIMITS.maxTokens (else HTTP 400), `variables` an object, and no NUL character in
- * any string; a query within QUERY_LIMITS and valid against the schema (else HTTP 200 with
+ * within QUERY_LIMITS.maxTokens (else HTTP 400), `variables` an object, and no NUL character or
+ * unpaired surrogate in any string; a query within QUERY_LIMITS and valid against the schema (else HTTP 200 with
  * errors); and credentials for any data field (else `Authentication Required.`, nothing run).
  * It records the operation type for the idempotency layer. Results are cached per query text, so
  * grafserv's own parse and validate of the same text costs nothing new.
@@ -70,7 +75,7 @@ export function graphqlGate(getSchema: () => GraphQLSchema) {
     if (problem === "deep") {
       return res.status(400).json(errorBody(`variables are nested too deeply: more than ${QUERY_LIMITS.maxVariableDepth} levels.`, "BAD_USER_INPUT"));
     }
-    if (problem === "nul") return res.json(errorBody(NUL_MESSAGE, "BAD_USER_INPUT"));
+    if (problem) return res.json(errorBody(problem === "nul" ? NUL_MESSAGE : SURROGATE_MESSAGE, "BAD_USER_INPUT"));
     const operation = getOperationAST(checked.document!, operationName ?? undefined);
     // Every data operation refuses an anonymous caller in SQL too; refusing here spends no
     // database connection on a request that cannot succeed.
@@ -92,9 +97,9 @@ function checkDocument(query: string, schema: GraphQLSchema): Checked {
     const tooLong = /contains more th\w+ \d+ tokens/.test((e as Error).message);
     return { syntaxError: tooLong ? `Syntax Error: the query has more than ${QUERY_LIMITS.maxTokens} tokens.` : (e as Error).message };
   }
-  let nul = false;
-  visit(document, { StringValue(node) { if (node.value.includes("\0")) nul = true; } });
-  if (nul) return { errors: [new GraphQLError(NUL_MESSAGE)] };
+  let problem: "nul" | "surrogate" | undefined;
+  visit(document, { StringValue(node) { problem ??= textProblem(node.value); } });
+  if (problem) return { errors: [new GraphQLError(problem === "nul" ? NUL_MESSAGE : SURROGATE_MESSAGE)] };
   const measured = measure(document);
   if ("error" in measured) return { errors: [new GraphQLError(measured.error)] };
   const errors = validate(schema, document, specifiedRules);
@@ -106,16 +111,18 @@ function checkDocument(query: string, schema: GraphQLSchema): Checked {
  * deeper than any input type of the schema needs. Iterative: JSON.parse accepts nesting deep
  * enough to overflow the stack of a recursive walk (and of JSON.stringify later on).
  */
-function variablesProblem(variables: unknown): "nul" | "deep" | undefined {
+function variablesProblem(variables: unknown): "nul" | "surrogate" | "deep" | undefined {
   const stack: [unknown, number][] = [[variables, 0]];
   while (stack.length) {
     const [value, depth] = stack.pop()!;
     if (typeof value === "string") {
-      if (value.includes("\0")) return "nul";
+      const problem = textProblem(value);
+      if (problem) return problem;
     } else if (value !== null && typeof value === "object") {
       if (depth >= QUERY_LIMITS.maxVariableDepth) return "deep";
       for (const [k, v] of Object.entries(value)) {
-        if (k.includes("\0")) return "nul";
+        const problem = textProblem(k);
+        if (problem) return problem;
         stack.push([v, depth + 1]);
       }
     }
