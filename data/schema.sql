@@ -1,0 +1,2910 @@
+-- The migrated schema, as the catalog describes it. Made by `npm run schema:dump`; do not edit.
+
+schema app_private
+  grants: <owner>: CREATE, USAGE; accounting_visitor: USAGE; accounting_authenticator: USAGE
+
+schema app_public
+  grants: <owner>: CREATE, USAGE; accounting_visitor: USAGE; accounting_authenticator: USAGE; reporting_reader: USAGE
+
+schema reporting
+  grants: <owner>: CREATE, USAGE; accounting_visitor: USAGE; reporting_reader: USAGE
+
+table app_public.account_daily_totals (row-level security, forced)
+  column organization_id uuid not null
+  column account_id uuid not null
+  column day date not null
+  column debit numeric(20,2) not null default 0
+  column credit numeric(20,2) not null default 0
+  constraint account_daily_totals_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint account_daily_totals_pkey PRIMARY KEY (organization_id, account_id, day)
+  CREATE INDEX account_daily_totals_day_idx ON app_public.account_daily_totals USING btree (organization_id, day)
+  CREATE UNIQUE INDEX account_daily_totals_pkey ON app_public.account_daily_totals USING btree (organization_id, account_id, day)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
+
+table app_public.accounts (row-level security, forced)
+  column id uuid not null default gen_random_uuid()
+  column organization_id uuid not null  grants: accounting_visitor: INSERT
+  column name text not null  grants: accounting_visitor: INSERT, UPDATE
+  column account_type text not null  grants: accounting_visitor: INSERT
+  column classification text not null  grants: accounting_visitor: INSERT
+  column sub_type text not null default ''::text  grants: accounting_visitor: INSERT, UPDATE
+  column last_four text  grants: accounting_visitor: INSERT, UPDATE
+  column parent_id uuid  grants: accounting_visitor: INSERT, UPDATE
+  column tax_code_id uuid  grants: accounting_visitor: INSERT, UPDATE
+  column active boolean not null default true  grants: accounting_visitor: INSERT, UPDATE
+  column created timestamp with time zone not null default now()
+  column updated timestamp with time zone not null default now()  grants: accounting_visitor: UPDATE
+  constraint accounts_account_type_check CHECK (((account_type ~ '^[a-z_]+$'::text) AND (account_type <> 'total'::text)))
+  constraint accounts_check CHECK ((parent_id <> id))
+  constraint accounts_classification_check CHECK ((classification = ANY (ARRAY['asset'::text, 'liability'::text, 'equity'::text, 'revenue'::text, 'expense'::text])))
+  constraint accounts_last_four_check CHECK ((last_four ~ '^[0-9]{4}$'::text))
+  constraint accounts_name_check CHECK ((((length(name) >= 1) AND (length(name) <= 200)) AND (name = btrim(name))))
+  constraint accounts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint accounts_organization_id_id_key UNIQUE (organization_id, id)
+  constraint accounts_organization_id_parent_id_fkey FOREIGN KEY (organization_id, parent_id) REFERENCES app_public.accounts(organization_id, id)
+  constraint accounts_pkey PRIMARY KEY (id)
+  constraint accounts_sub_type_check CHECK ((length(sub_type) <= 100))
+  constraint accounts_tax_code_id_fkey FOREIGN KEY (tax_code_id) REFERENCES app_public.tax_codes(id)
+  CREATE INDEX accounts_parent_idx ON app_public.accounts USING btree (organization_id, parent_id) WHERE (parent_id IS NOT NULL)
+  CREATE INDEX accounts_tax_code_idx ON app_public.accounts USING btree (tax_code_id)
+  CREATE UNIQUE INDEX accounts_name_key ON app_public.accounts USING btree (organization_id, lower(name))
+  CREATE UNIQUE INDEX accounts_organization_id_id_key ON app_public.accounts USING btree (organization_id, id)
+  CREATE UNIQUE INDEX accounts_pkey ON app_public.accounts USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
+
+table app_public.api_keys (row-level security, forced)
+  column id uuid not null default gen_random_uuid()  grants: accounting_visitor: SELECT
+  column organization_id uuid not null  grants: accounting_visitor: SELECT
+  column digest text not null
+  column prefix text not null  grants: accounting_visitor: SELECT
+  column label text not null default ''::text  grants: accounting_visitor: SELECT
+  column created_by uuid  grants: accounting_visitor: SELECT
+  column created timestamp with time zone not null default now()  grants: accounting_visitor: SELECT
+  column last_used_at timestamp with time zone  grants: accounting_visitor: SELECT
+  column revoked_at timestamp with time zone  grants: accounting_visitor: SELECT, UPDATE
+  constraint api_keys_created_by_fkey FOREIGN KEY (created_by) REFERENCES app_public.users(id) ON DELETE SET NULL
+  constraint api_keys_digest_check CHECK ((digest ~ '^[0-9a-f]{64}$'::text))
+  constraint api_keys_digest_key UNIQUE (digest)
+  constraint api_keys_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint api_keys_pkey PRIMARY KEY (id)
+  CREATE INDEX api_keys_org_idx ON app_public.api_keys USING btree (organization_id, created)
+  CREATE UNIQUE INDEX api_keys_digest_key ON app_public.api_keys USING btree (digest)
+  CREATE UNIQUE INDEX api_keys_pkey ON app_public.api_keys USING btree (id)
+  grants: none
+
+table app_public.category_rules (row-level security, forced)
+  column id uuid not null default gen_random_uuid()
+  column organization_id uuid not null  grants: accounting_visitor: INSERT
+  column vendor_pattern text not null  grants: accounting_visitor: INSERT, UPDATE
+  column account_id uuid not null  grants: accounting_visitor: INSERT, UPDATE
+  column match_count integer not null default 0  grants: accounting_visitor: UPDATE
+  column created timestamp with time zone not null default now()
+  column updated timestamp with time zone not null default now()  grants: accounting_visitor: UPDATE
+  constraint category_rules_match_count_check CHECK ((match_count >= 0))
+  constraint category_rules_organization_id_account_id_fkey FOREIGN KEY (organization_id, account_id) REFERENCES app_public.accounts(organization_id, id)
+  constraint category_rules_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint category_rules_organization_id_id_key UNIQUE (organization_id, id)
+  constraint category_rules_pkey PRIMARY KEY (id)
+  constraint category_rules_vendor_pattern_check CHECK (((length(vendor_pattern) >= 1) AND (length(vendor_pattern) <= 200)))
+  CREATE INDEX category_rules_account_idx ON app_public.category_rules USING btree (organization_id, account_id)
+  CREATE UNIQUE INDEX category_rules_organization_id_id_key ON app_public.category_rules USING btree (organization_id, id)
+  CREATE UNIQUE INDEX category_rules_pattern_key ON app_public.category_rules USING btree (organization_id, lower(vendor_pattern))
+  CREATE UNIQUE INDEX category_rules_pkey ON app_public.category_rules USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: DELETE, SELECT
+
+table app_public.contacts (row-level security, forced)
+  column id uuid not null default gen_random_uuid()
+  column organization_id uuid not null  grants: accounting_visitor: INSERT
+  column contact_type text not null  grants: accounting_visitor: INSERT, UPDATE
+  column display_name text not null  grants: accounting_visitor: INSERT, UPDATE
+  column email text  grants: accounting_visitor: INSERT, UPDATE
+  column phone text  grants: accounting_visitor: INSERT, UPDATE
+  column active boolean not null default true  grants: accounting_visitor: INSERT, UPDATE
+  column created timestamp with time zone not null default now()
+  column updated timestamp with time zone not null default now()  grants: accounting_visitor: UPDATE
+  constraint contacts_contact_type_check CHECK ((contact_type = ANY (ARRAY['vendor'::text, 'customer'::text])))
+  constraint contacts_display_name_check CHECK ((((length(display_name) >= 1) AND (length(display_name) <= 200)) AND (display_name = btrim(display_name))))
+  constraint contacts_email_check CHECK (((email ~ '^[^@\s]+@[^@\s]+\.[^@\s]+$'::text) AND (length(email) <= 254)))
+  constraint contacts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint contacts_organization_id_id_key UNIQUE (organization_id, id)
+  constraint contacts_phone_check CHECK ((phone ~ '^\+?[0-9 ().-]{3,30}$'::text))
+  constraint contacts_pkey PRIMARY KEY (id)
+  CREATE UNIQUE INDEX contacts_name_key ON app_public.contacts USING btree (organization_id, contact_type, lower(display_name))
+  CREATE UNIQUE INDEX contacts_organization_id_id_key ON app_public.contacts USING btree (organization_id, id)
+  CREATE UNIQUE INDEX contacts_pkey ON app_public.contacts USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
+table app_public.idempotency_records (row-level security, forced)
+  column organization_id uuid
+  column credential text not null
+  column idempotency_key text not null
+  column request_digest text not null
+  column response_status integer
+  column response_body text
+  column created timestamp with time zone not null default now()
+  constraint idempotency_records_idempotency_key_check CHECK (((length(idempotency_key) >= 1) AND (length(idempotency_key) <= 255)))
+  constraint idempotency_records_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint idempotency_records_pkey PRIMARY KEY (credential, idempotency_key)
+  CREATE INDEX idempotency_records_created_idx ON app_public.idempotency_records USING btree (created)
+  CREATE UNIQUE INDEX idempotency_records_pkey ON app_public.idempotency_records USING btree (credential, idempotency_key)
+  grants: none
+
+table app_public.intake_addresses (row-level security, forced)
+  column id uuid not null default gen_random_uuid()
+  column organization_id uuid not null  grants: accounting_visitor: INSERT
+  column address_type text not null  grants: accounting_visitor: INSERT
+  column address text not null  grants: accounting_visitor: INSERT
+  column label text not null default ''::text  grants: accounting_visitor: INSERT, UPDATE
+  column active boolean not null default true  grants: accounting_visitor: UPDATE
+  column created timestamp with time zone not null default now()
+  column deleted_at timestamp with time zone  grants: accounting_visitor: UPDATE
+  constraint intake_addresses_address_type_check CHECK ((address_type = ANY (ARRAY['email'::text, 'sms'::text])))
+  constraint intake_addresses_check CHECK ((((address_type = 'email'::text) AND (address = lower(address)) AND (address ~ '^[^@\s]+@[^@\s]+\.[^@\s]+$'::text) AND (length(address) <= 254)) OR ((address_type = 'sms'::text) AND (address ~ '^[0-9]{7,15}$'::text))))
+  constraint intake_addresses_check1 CHECK ((active = (deleted_at IS NULL)))
+  constraint intake_addresses_label_check CHECK ((length(label) <= 200))
+  constraint intake_addresses_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint intake_addresses_pkey PRIMARY KEY (id)
+  CREATE INDEX intake_addresses_org_idx ON app_public.intake_addresses USING btree (organization_id, created)
+  CREATE UNIQUE INDEX intake_addresses_address_key ON app_public.intake_addresses USING btree (address) WHERE active
+  CREATE UNIQUE INDEX intake_addresses_pkey ON app_public.intake_addresses USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
+table app_public.journal_entries (row-level security, forced)
+  column id uuid not null default gen_random_uuid()
+  column organization_id uuid not null
+  column event_id uuid not null
+  column txn_date date not null
+  column total_amount numeric(20,2) not null
+  column voided_at timestamp with time zone  grants: accounting_visitor: UPDATE
+  column created timestamp with time zone not null default now()
+  constraint journal_entries_organization_id_event_id_fkey FOREIGN KEY (organization_id, event_id) REFERENCES app_public.ledger_events(organization_id, id) ON DELETE CASCADE
+  constraint journal_entries_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint journal_entries_organization_id_id_key UNIQUE (organization_id, id)
+  constraint journal_entries_pkey PRIMARY KEY (id)
+  constraint journal_entries_total_amount_check CHECK ((total_amount > (0)::numeric))
+  CREATE INDEX journal_entries_event_idx ON app_public.journal_entries USING btree (event_id)
+  CREATE UNIQUE INDEX journal_entries_live_key ON app_public.journal_entries USING btree (event_id) WHERE (voided_at IS NULL)
+  CREATE UNIQUE INDEX journal_entries_organization_id_id_key ON app_public.journal_entries USING btree (organization_id, id)
+  CREATE UNIQUE INDEX journal_entries_pkey ON app_public.journal_entries USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT; reporting_reader: SELECT
+
+table app_public.journal_lines (row-level security, forced)
+  column id uuid not null default gen_random_uuid()
+  column organization_id uuid not null
+  column entry_id uuid not null
+  column account_id uuid not null
+  column txn_date date not null
+  column debit numeric(20,2) not null default 0
+  column credit numeric(20,2) not null default 0
+  column voided boolean not null default false  grants: accounting_visitor: UPDATE
+  constraint journal_lines_check CHECK (((debit = (0)::numeric) <> (credit = (0)::numeric)))
+  constraint journal_lines_credit_check CHECK ((credit >= (0)::numeric))
+  constraint journal_lines_debit_check CHECK ((debit >= (0)::numeric))
+  constraint journal_lines_organization_id_account_id_fkey FOREIGN KEY (organization_id, account_id) REFERENCES app_public.accounts(organization_id, id)
+  constraint journal_lines_organization_id_entry_id_fkey FOREIGN KEY (organization_id, entry_id) REFERENCES app_public.journal_entries(organization_id, id) ON DELETE CASCADE
+  constraint journal_lines_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint journal_lines_pkey PRIMARY KEY (id)
+  CREATE INDEX journal_lines_account_idx ON app_public.journal_lines USING btree (organization_id, account_id, txn_date)
+  CREATE INDEX journal_lines_entry_idx ON app_public.journal_lines USING btree (entry_id)
+  CREATE UNIQUE INDEX journal_lines_pkey ON app_public.journal_lines USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT; reporting_reader: SELECT
+
+table app_public.ledger_event_audit (row-level security, forced)
+  column id bigint not null identity a
+  column organization_id uuid not null
+  column event_id uuid not null
+  column action text not null
+  column actor_api_key_id uuid
+  column actor_user_id uuid
+  column occurred_at timestamp with time zone not null default clock_timestamp()
+  column changes jsonb not null
+  constraint ledger_event_audit_pkey PRIMARY KEY (id)
+  CREATE INDEX ledger_event_audit_event_idx ON app_public.ledger_event_audit USING btree (organization_id, event_id, id)
+  CREATE UNIQUE INDEX ledger_event_audit_pkey ON app_public.ledger_event_audit USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
+table app_public.ledger_event_daily_counts (row-level security, forced)
+  column organization_id uuid not null
+  column day date not null
+  column status text not null
+  column n bigint not null default 0
+  constraint ledger_event_daily_counts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint ledger_event_daily_counts_pkey PRIMARY KEY (organization_id, day, status)
+  CREATE UNIQUE INDEX ledger_event_daily_counts_pkey ON app_public.ledger_event_daily_counts USING btree (organization_id, day, status)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
+table app_public.ledger_events (row-level security, forced)
+  column id uuid not null default gen_random_uuid()
+  column organization_id uuid not null
+  column event_type text not null  grants: accounting_visitor: UPDATE
+  column direction text not null  grants: accounting_visitor: UPDATE
+  column merchant_name text not null  grants: accounting_visitor: UPDATE
+  column functional_amount numeric(20,2) not null  grants: accounting_visitor: UPDATE
+  column functional_currency text not null
+  column transaction_date date not null  grants: accounting_visitor: UPDATE
+  column status text not null default 'needs_review'::text  grants: accounting_visitor: UPDATE
+  column memo text not null default ''::text  grants: accounting_visitor: UPDATE
+  column has_document boolean not null default false  grants: accounting_visitor: UPDATE
+  column category_id uuid  grants: accounting_visitor: UPDATE
+  column payment_account_id uuid  grants: accounting_visitor: UPDATE
+  column tax_amount numeric(20,2)  grants: accounting_visitor: UPDATE
+  column tax_account_id uuid  grants: accounting_visitor: UPDATE
+  column tax_code text  grants: accounting_visitor: UPDATE
+  column journal_entry_id uuid  grants: accounting_visitor: UPDATE
+  column reference text  grants: accounting_visitor: UPDATE
+  column backfill_id text
+  column created timestamp with time zone not null default now()
+  column updated timestamp with time zone not null default now()  grants: accounting_visitor: UPDATE
+  constraint ledger_events_direction_check CHECK ((direction = ANY (ARRAY['in'::text, 'out'::text])))
+  constraint ledger_events_event_type_check CHECK ((event_type = ANY (ARRAY['expense'::text, 'income'::text, 'transfer'::text, 'refund'::text])))
+  constraint ledger_events_functional_amount_check CHECK ((functional_amount > (0)::numeric))
+  constraint ledger_events_functional_currency_check CHECK ((functional_currency ~ '^[A-Z]{3}$'::text))
+  constraint ledger_events_memo_check CHECK ((length(memo) <= 5000))
+  constraint ledger_events_merchant_name_check CHECK (((length(merchant_name) >= 1) AND (length(merchant_name) <= 500)))
+  constraint ledger_events_organization_id_category_id_fkey FOREIGN KEY (organization_id, category_id) REFERENCES app_public.accounts(organization_id, id)
+  constraint ledger_events_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint ledger_events_organization_id_id_key UNIQUE (organization_id, id)
+  constraint ledger_events_organization_id_journal_entry_id_fkey FOREIGN KEY (organization_id, journal_entry_id) REFERENCES app_public.journal_entries(organization_id, id) DEFERRABLE INITIALLY DEFERRED
+  constraint ledger_events_organization_id_payment_account_id_fkey FOREIGN KEY (organization_id, payment_account_id) REFERENCES app_public.accounts(organization_id, id)
+  constraint ledger_events_organization_id_tax_account_id_fkey FOREIGN KEY (organization_id, tax_account_id) REFERENCES app_public.accounts(organization_id, id)
+  constraint ledger_events_pkey PRIMARY KEY (id)
+  constraint ledger_events_status_check CHECK ((status = ANY (ARRAY['needs_review'::text, 'confirmed'::text, 'synced'::text, 'reconciled'::text, 'pending'::text, 'ignored'::text])))
+  constraint ledger_events_tax_amount_check CHECK ((tax_amount >= (0)::numeric))
+  constraint ledger_events_tax_code_fkey FOREIGN KEY (tax_code) REFERENCES app_public.sales_tax_codes(code)
+  CREATE INDEX ledger_events_amount_idx ON app_public.ledger_events USING btree (organization_id, functional_amount, id)
+  CREATE INDEX ledger_events_category_idx ON app_public.ledger_events USING btree (organization_id, category_id, transaction_date)
+  CREATE INDEX ledger_events_date_idx ON app_public.ledger_events USING btree (organization_id, transaction_date, id) INCLUDE (status, merchant_name, has_document)
+  CREATE INDEX ledger_events_payment_idx ON app_public.ledger_events USING btree (organization_id, payment_account_id, transaction_date)
+  CREATE UNIQUE INDEX ledger_events_backfill_key ON app_public.ledger_events USING btree (organization_id, backfill_id) WHERE (backfill_id IS NOT NULL)
+  CREATE UNIQUE INDEX ledger_events_organization_id_id_key ON app_public.ledger_events USING btree (organization_id, id)
+  CREATE UNIQUE INDEX ledger_events_pkey ON app_public.ledger_events USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT; reporting_reader: SELECT
+
+table app_public.memberships (row-level security, forced)
+  column organization_id uuid not null
+  column user_id uuid not null
+  column role text not null
+  column created timestamp with time zone not null default now()
+  constraint memberships_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint memberships_pkey PRIMARY KEY (organization_id, user_id)
+  constraint memberships_role_check CHECK ((role = ANY (ARRAY['owner'::text, 'admin'::text, 'member'::text])))
+  constraint memberships_user_id_fkey FOREIGN KEY (user_id) REFERENCES app_public.users(id) ON DELETE CASCADE
+  CREATE INDEX memberships_user_idx ON app_public.memberships USING btree (user_id)
+  CREATE UNIQUE INDEX memberships_pkey ON app_public.memberships USING btree (organization_id, user_id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
+table app_public.organizations (row-level security, forced)
+  column id uuid not null default gen_random_uuid()
+  column name text not null
+  column functional_currency text not null default 'CAD'::text
+  column created timestamp with time zone not null default now()
+  constraint organizations_functional_currency_check CHECK ((functional_currency ~ '^[A-Z]{3}$'::text))
+  constraint organizations_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 200)))
+  constraint organizations_pkey PRIMARY KEY (id)
+  CREATE UNIQUE INDEX organizations_name_key ON app_public.organizations USING btree (lower(name))
+  CREATE UNIQUE INDEX organizations_pkey ON app_public.organizations USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
+table app_public.rate_limit_windows (row-level security, forced)
+  column api_key_id uuid not null
+  column organization_id uuid not null
+  column window_start timestamp with time zone not null
+  column request_count integer not null
+  constraint rate_limit_windows_api_key_id_fkey FOREIGN KEY (api_key_id) REFERENCES app_public.api_keys(id) ON DELETE CASCADE
+  constraint rate_limit_windows_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint rate_limit_windows_pkey PRIMARY KEY (api_key_id)
+  CREATE UNIQUE INDEX rate_limit_windows_pkey ON app_public.rate_limit_windows USING btree (api_key_id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
+table app_public.sales_tax_codes
+  column code text not null
+  column name text not null
+  column rate numeric(7,3) not null
+  column jurisdiction text not null
+  column recoverable text not null
+  constraint sales_tax_codes_jurisdiction_check CHECK ((jurisdiction ~ '^[A-Z]{2}$'::text))
+  constraint sales_tax_codes_pkey PRIMARY KEY (code)
+  constraint sales_tax_codes_rate_check CHECK (((rate >= (0)::numeric) AND (rate < (100)::numeric)))
+  constraint sales_tax_codes_recoverable_check CHECK ((recoverable = ANY (ARRAY['yes'::text, 'no'::text, 'partial'::text, 'n/a'::text])))
+  CREATE UNIQUE INDEX sales_tax_codes_pkey ON app_public.sales_tax_codes USING btree (code)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
+
+table app_public.tax_codes
+  column id uuid not null default gen_random_uuid()
+  column code text not null
+  column name text not null
+  column classification text not null
+  column account_type text not null
+  constraint tax_codes_classification_check CHECK ((classification = ANY (ARRAY['asset'::text, 'liability'::text, 'equity'::text, 'revenue'::text, 'expense'::text])))
+  constraint tax_codes_code_check CHECK ((code ~ '^[0-9]{4}$'::text))
+  constraint tax_codes_code_key UNIQUE (code)
+  constraint tax_codes_pkey PRIMARY KEY (id)
+  CREATE INDEX tax_codes_account_type_idx ON app_public.tax_codes USING btree (account_type)
+  CREATE UNIQUE INDEX tax_codes_code_key ON app_public.tax_codes USING btree (code)
+  CREATE UNIQUE INDEX tax_codes_pkey ON app_public.tax_codes USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
+
+table app_public.users (row-level security, forced)
+  column id uuid not null default gen_random_uuid()
+  column email text not null
+  column name text
+  column created timestamp with time zone not null default now()
+  constraint users_email_check CHECK ((email ~ '^[^@\s]+@[^@\s]+\.[^@\s]+$'::text))
+  constraint users_pkey PRIMARY KEY (id)
+  CREATE UNIQUE INDEX users_email_key ON app_public.users USING btree (lower(email))
+  CREATE UNIQUE INDEX users_pkey ON app_public.users USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
+view reporting.general_ledger with (security_invoker=true) as
+ SELECT l.id,
+    l.organization_id,
+    l.entry_id,
+    e.id AS event_id,
+    l.txn_date,
+    (date_trunc('month'::text, (l.txn_date)::timestamp with time zone))::date AS month,
+    l.account_id,
+    a.name AS account_name,
+    a.account_type,
+    a.classification,
+    l.debit,
+    l.credit,
+        CASE
+            WHEN (a.classification = ANY (ARRAY['asset'::text, 'expense'::text])) THEN (l.debit - l.credit)
+            ELSE (l.credit - l.debit)
+        END AS amount,
+    e.merchant_name,
+    e.memo,
+    e.event_type,
+    e.status AS event_status
+   FROM (((app_public.journal_lines l
+     JOIN app_public.journal_entries j ON (((j.id = l.entry_id) AND (j.voided_at IS NULL))))
+     JOIN app_public.ledger_events e ON (((e.id = j.event_id) AND (e.status = ANY (ARRAY['confirmed'::text, 'synced'::text, 'reconciled'::text])))))
+     JOIN app_public.accounts a ON ((a.id = l.account_id)))
+  WHERE (NOT l.voided);
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
+
+view reporting.income_statement_monthly with (security_invoker=true) as
+ SELECT t.organization_id,
+    (date_trunc('month'::text, (t.day)::timestamp with time zone))::date AS month,
+    a.id AS account_id,
+    a.name AS account_name,
+    a.classification,
+    (
+        CASE
+            WHEN (a.classification = 'revenue'::text) THEN (sum(t.credit) - sum(t.debit))
+            ELSE (sum(t.debit) - sum(t.credit))
+        END)::numeric(20,2) AS total
+   FROM (app_public.account_daily_totals t
+     JOIN app_public.accounts a ON ((a.id = t.account_id)))
+  WHERE (a.classification = ANY (ARRAY['revenue'::text, 'expense'::text]))
+  GROUP BY t.organization_id, (date_trunc('month'::text, (t.day)::timestamp with time zone)), a.id, a.name, a.classification
+ HAVING ((sum(t.debit) <> (0)::numeric) OR (sum(t.credit) <> (0)::numeric));
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; reporting_reader: SELECT
+
+view reporting.trial_balance with (security_invoker=true) as
+ SELECT a.organization_id,
+    a.id AS account_id,
+    a.name AS account_name,
+    a.account_type,
+    a.classification,
+    (COALESCE(sum(t.debit), (0)::numeric))::numeric(20,2) AS debit,
+    (COALESCE(sum(t.credit), (0)::numeric))::numeric(20,2) AS credit,
+    (
+        CASE
+            WHEN (a.classification = ANY (ARRAY['asset'::text, 'expense'::text])) THEN (COALESCE(sum(t.debit), (0)::numeric) - COALESCE(sum(t.credit), (0)::numeric))
+            ELSE (COALESCE(sum(t.credit), (0)::numeric) - COALESCE(sum(t.debit), (0)::numeric))
+        END)::numeric(20,2) AS balance
+   FROM (app_public.accounts a
+     LEFT JOIN app_public.account_daily_totals t ON ((t.account_id = a.id)))
+  GROUP BY a.organization_id, a.id, a.name, a.account_type, a.classification;
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; reporting_reader: SELECT
+
+CREATE OR REPLACE FUNCTION app_private.account_balances(org uuid, as_of date DEFAULT CURRENT_DATE)
+ RETURNS TABLE(account_id uuid, balance numeric)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select t.account_id,
+         case when a.classification in ('asset', 'expense') then sum(t.debit) - sum(t.credit)
+              else sum(t.credit) - sum(t.debit) end
+    from app_public.account_daily_totals t
+    join app_public.accounts a on a.id = t.account_id
+   where t.organization_id = org and t.day <= as_of
+   group by t.account_id, a.classification
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE; reporting_reader: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.account_by_id(org uuid, account uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select app_private.account_json(a, (select b.balance from app_private.account_balances(org) b where b.account_id = a.id))
+     from app_public.accounts a where a.organization_id = org and a.id = account $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.account_json(a app_public.accounts, balance numeric)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select jsonb_build_object('id', a.id, 'name', a.name, 'accountType', a.account_type,
+     'classification', a.classification, 'subType', a.sub_type, 'lastFour', a.last_four, 'parentId', a.parent_id,
+     'currentBalance', coalesce(balance, 0), 'active', a.active,
+     'taxCode', (select app_private.tax_code_json(t) from app_public.tax_codes t where t.id = a.tax_code_id),
+     'created', app_private.iso(a.created), 'updated', app_private.iso(a.updated)) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.add_member(org uuid, member_email text, member_role text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare
+  u app_public.users;
+  m app_public.memberships;
+begin
+  if member_role is null or member_role not in ('owner', 'admin', 'member') then
+    perform app_private.fail('Role must be one of: owner, admin, member.');
+  end if;
+  select * into u from app_public.users where lower(email) = lower(app_private.clean_text(member_email));
+  if not found then perform app_private.fail('User not found.', 'AP404'); end if;
+  begin
+    insert into app_public.memberships (organization_id, user_id, role) values (org, u.id, member_role) returning * into m;
+  exception when unique_violation then
+    perform app_private.fail('User is already a member of this organization.');
+  end;
+  return app_private.membership_json(m, u);
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.api_key_json(id uuid, label text, prefix text, created timestamp with time zone, last_used_at timestamp with time zone, revoked_at timestamp with time zone)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select jsonb_build_object('id', id, 'label', label, 'prefix', prefix, 'created', app_private.iso(created),
+     'lastUsedAt', app_private.iso(last_used_at), 'revokedAt', app_private.iso(revoked_at)) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.assert_org_access(org uuid, admin boolean DEFAULT false)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare
+  key_id uuid := app_public.current_api_key_id();
+  uid uuid := app_public.current_user_id();
+  key_org uuid;
+  member_role text;
+begin
+  if key_id is null and uid is null then
+    perform app_private.fail('Authentication Required.', 'AU401');
+  end if;
+  if admin and key_id is not null then
+    perform app_private.fail('API Keys Cannot Perform Admin Operations.', 'AU403');
+  end if;
+  if org is null or not exists (select 1 from app_public.organizations where id = org) then
+    perform app_private.fail('Organization Not Found.', 'AU404');
+  end if;
+  if key_id is not null then
+    select k.organization_id into key_org from app_public.api_keys k where k.id = key_id and k.revoked_at is null;
+    if key_org is distinct from org then
+      perform app_private.fail('API Key Not Authorized For This Organization.', 'AU403');
+    end if;
+  else
+    select m.role into member_role from app_public.memberships m where m.organization_id = org and m.user_id = uid;
+    if member_role is null then
+      perform app_private.fail('Not A Member Of This Organization.', 'AU403');
+    end if;
+    if admin and member_role not in ('owner', 'admin') then
+      perform app_private.fail('Must Be Owner Or Admin.', 'AU403');
+    end if;
+  end if;
+  perform set_config('app.organization_id', org::text, true);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.authenticate_api_key(key_digest text, quota integer)
+ RETURNS TABLE(api_key_id uuid, organization_id uuid, request_count integer, window_end timestamp with time zone)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare k app_public.api_keys;
+begin
+  perform set_config('synchronous_commit', 'off', true);
+  select * into k from app_public.api_keys where digest = key_digest and revoked_at is null;
+  if not found then return; end if;
+  if k.last_used_at is null or k.last_used_at < now() - interval '1 minute' then
+    update app_public.api_keys set last_used_at = now() where id = k.id;
+  end if;
+  return query
+  insert into app_public.rate_limit_windows as w (api_key_id, organization_id, window_start, request_count)
+    values (k.id, k.organization_id, clock_timestamp(), 1)
+  on conflict on constraint rate_limit_windows_pkey do update set
+    window_start = case when w.window_start + interval '1 hour' <= clock_timestamp()
+                        then clock_timestamp() else w.window_start end,
+    request_count = case when w.window_start + interval '1 hour' <= clock_timestamp()
+                         then 1 else w.request_count + 1 end
+  returning w.api_key_id, w.organization_id, w.request_count, w.window_start + interval '1 hour';
+end $function$
+-- grants: <owner>: EXECUTE; accounting_authenticator: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.authenticate_user_in(user_id uuid, org uuid)
+ RETURNS text
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+  select case
+    when not exists (select 1 from app_public.users u where u.id = user_id) then 'invalid_user'
+    when org is null then 'ok'
+    when not exists (select 1 from app_public.organizations o where o.id = org) then 'organization_not_found'
+    when not exists (select 1 from app_public.memberships m where m.organization_id = org and m.user_id = authenticate_user_in.user_id) then 'not_member'
+    else 'ok'
+  end
+$function$
+-- grants: <owner>: EXECUTE; accounting_authenticator: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.best_category_rule(org uuid, merchant_name text)
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select r.id
+    from app_public.category_rules r
+    join app_public.accounts a on a.organization_id = r.organization_id and a.id = r.account_id
+   where r.organization_id = org and a.active and normalize(merchant_name, NFC) ilike r.vendor_pattern
+   order by length(r.vendor_pattern) desc, r.created, r.id
+   limit 1
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.caller_role(org uuid)
+ RETURNS text
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$ select m.role from app_public.memberships m where m.organization_id = org and m.user_id = app_public.current_user_id() $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.category_fits(event_type text, classification text)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select case event_type
+    when 'expense' then classification in ('expense', 'asset')
+    when 'income' then classification = 'revenue'
+    when 'refund' then classification in ('revenue', 'expense')
+    when 'transfer' then classification in ('asset', 'liability', 'equity')
+    else false end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.category_rule_json(r app_public.category_rules)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select jsonb_build_object('id', r.id, 'vendorPattern', r.vendor_pattern,
+     'account', (select jsonb_build_object('id', a.id, 'name', a.name, 'accountType', a.account_type, 'active', a.active)
+                   from app_public.accounts a where a.organization_id = r.organization_id and a.id = r.account_id),
+     'matchCount', r.match_count, 'created', app_private.iso(r.created), 'updated', app_private.iso(r.updated)) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.check_account_type(account_type text)
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  if account_type in ('credit_card', 'clearing')
+     or (account_type <> 'total' and exists (select 1 from app_public.tax_codes t where t.account_type = check_account_type.account_type)) then
+    return;
+  end if;
+  perform app_private.fail(format('Account type %s is not allowed. Allowed types: %s.', coalesce('"' || account_type || '"', '(none)'),
+    (select string_agg(x, ', ' order by x) from (
+       select distinct t.account_type as x from app_public.tax_codes t where t.account_type <> 'total'
+       union select 'credit_card' union select 'clearing') s)));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.check_category(account uuid, event_type text)
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare a app_public.accounts;
+begin
+  select * into a from app_public.accounts where id = account;
+  if not found then perform app_private.fail('Category account not found.'); end if;
+  if not a.active then perform app_private.fail('Category account is inactive.'); end if;
+  if not app_private.category_fits(event_type, a.classification) then
+    perform app_private.fail(case event_type
+      when 'expense' then 'Category must be an expense or asset account for an expense event.'
+      when 'income' then 'Category must be a revenue account for an income event.'
+      when 'refund' then 'Category must be a revenue or expense account for a refund event.'
+      else 'Category must be an asset, liability or equity account for a transfer event.' end);
+  end if;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.check_payment_account(account uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare a app_public.accounts;
+begin
+  select * into a from app_public.accounts where id = account;
+  if not found then perform app_private.fail('Payment account not found.'); end if;
+  if not a.active then perform app_private.fail('Payment account is inactive.'); end if;
+  if a.account_type not in ('bank', 'credit_card', 'clearing') then
+    perform app_private.fail('Payment account must be a bank, credit card or clearing account.');
+  end if;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.check_sort_by(sort_by text, allowed text[])
+ RETURNS void
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+begin
+  if sort_by is not null and not (sort_by = any (allowed)) then
+    perform app_private.fail(format('sortBy must be one of: %s.', array_to_string(allowed, ', ')), 'AP400');
+  end if;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.check_tax_account(account uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare a app_public.accounts;
+begin
+  select * into a from app_public.accounts where id = account;
+  if not found then perform app_private.fail('Tax account not found.'); end if;
+  if not a.active then perform app_private.fail('Tax account is inactive.'); end if;
+  if a.classification not in ('liability', 'asset') then
+    perform app_private.fail('Tax account must be a liability or asset account.');
+  end if;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.check_vendor_pattern(pattern text)
+ RETURNS text
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare p text := app_private.clean_text(pattern);
+begin
+  if p is null or p = '' then perform app_private.fail('Vendor pattern is required.'); end if;
+  if length(p) > 200 then perform app_private.fail('Vendor pattern must be at most 200 characters.'); end if;
+  -- An odd number of trailing backslashes leaves the escape character dangling.
+  if p ~ '(^|[^\\])(\\\\)*\\$' then perform app_private.fail('Vendor pattern is not a valid ILIKE pattern.'); end if;
+  return p;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.claim_idempotency_key(credential text, idem_key text, digest text, org uuid)
+ RETURNS TABLE(outcome text, response_status integer, response_body text)
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare r app_public.idempotency_records;
+begin
+  -- Expired after 24 hours; a claim whose request died without answering is free after 5 minutes.
+  delete from app_public.idempotency_records x
+    where x.credential = claim_idempotency_key.credential and x.idempotency_key = idem_key
+      and (x.created < now() - interval '24 hours'
+           or (x.response_status is null and x.created < now() - interval '5 minutes'));
+  insert into app_public.idempotency_records (organization_id, credential, idempotency_key, request_digest)
+    values (org, claim_idempotency_key.credential, idem_key, digest)
+    on conflict do nothing
+    returning * into r;
+  if r.credential is not null then
+    return query select 'claimed'::text, null::integer, null::text;
+    return;
+  end if;
+  select * into r from app_public.idempotency_records x
+    where x.credential = claim_idempotency_key.credential and x.idempotency_key = idem_key;
+  return query select
+    case when r.request_digest <> digest then 'mismatch'
+         when r.response_status is null then 'in_progress'
+         else 'replay' end,
+    r.response_status, r.response_body;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_authenticator: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.clean_email(email text)
+ RETURNS text
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare e text := nullif(app_private.clean_text(email), '');
+begin
+  if e is not null and (e !~ '^[^@\s]+@[^@\s]+\.[^@\s]+$' or length(e) > 254) then
+    perform app_private.fail('Email must look like an email address.');
+  end if;
+  return e;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.clean_phone(phone text)
+ RETURNS text
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare p text := nullif(btrim(phone), '');
+begin
+  if p is not null and p !~ '^\+?[0-9 ().-]{3,30}$' then
+    perform app_private.fail('Phone must be 3 to 30 characters: digits, spaces, a leading + and ( ) - . only.');
+  end if;
+  return p;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.clean_text(t text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select btrim(normalize(t, NFC)) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.contact_balances(org uuid)
+ RETURNS TABLE(contact_id uuid, balance numeric)
+ LANGUAGE sql
+ STABLE
+AS $function$ select null::uuid, null::numeric where false $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE; reporting_reader: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.contact_by_id(org uuid, contact uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select app_private.contact_json(c, (select b.balance from app_private.contact_balances(org) b where b.contact_id = c.id))
+     from app_public.contacts c where c.organization_id = org and c.id = contact $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.contact_json(c app_public.contacts, balance numeric)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select jsonb_build_object('id', c.id, 'contactType', c.contact_type, 'displayName', c.display_name,
+     'email', coalesce(c.email, ''), 'phone', coalesce(c.phone, ''), 'balance', coalesce(balance, 0),
+     'active', c.active, 'created', app_private.iso(c.created), 'updated', app_private.iso(c.updated)) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.create_api_key(org uuid, label text, created_by uuid DEFAULT NULL::uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare
+  secret text := app_private.new_api_key_secret();
+  lbl text := coalesce(app_private.clean_text(label), '');
+  k app_public.api_keys;
+begin
+  if length(lbl) > 200 then perform app_private.fail('Label must be at most 200 characters.'); end if;
+  insert into app_public.api_keys (organization_id, digest, prefix, label, created_by)
+    values (org, encode(sha256(convert_to(secret, 'UTF8')), 'hex'), left(secret, 9), lbl, created_by)
+    returning * into k;
+  return jsonb_build_object('apiKey', app_private.api_key_json(k.id, k.label, k.prefix, k.created, k.last_used_at, k.revoked_at),
+    'secret', secret);
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.create_organization(name text, currency text DEFAULT 'CAD'::text)
+ RETURNS app_public.organizations
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare
+  o app_public.organizations;
+  nm text := app_private.clean_text(create_organization.name);
+  cur text := upper(btrim(coalesce(currency, 'CAD')));
+  scope text := current_setting('app.organization_id', true);
+begin
+  if nm is null or nm = '' then perform app_private.fail('Name is required.'); end if;
+  if length(nm) > 200 then perform app_private.fail('Name must be at most 200 characters.'); end if;
+  if cur !~ '^[A-Z]{3}$' then perform app_private.fail('Currency must be a three-letter code such as CAD.'); end if;
+  begin
+    insert into app_public.organizations (name, functional_currency) values (nm, cur) returning * into o;
+  exception when unique_violation then
+    perform app_private.fail('An organization with this name already exists.');
+  end;
+  -- The new organization in scope while its starter chart is written (RLS is forced), then back.
+  perform set_config('app.organization_id', o.id::text, true);
+  perform app_private.create_starter_chart(o.id);
+  perform set_config('app.organization_id', coalesce(scope, ''), true);
+  return o;
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.create_starter_chart(org uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  insert into app_public.accounts (organization_id, name, account_type, classification, tax_code_id)
+  select org, v.name, v.account_type, v.classification, t.id
+    from (values
+      (1, 'Chequing', 'bank', 'asset', '1002'),
+      (2, 'Processor Clearing', 'clearing', 'asset', '1007'),
+      (3, 'GST/HST Payable', 'tax_payable', 'liability', '2680'),
+      (4, 'Owner''s Equity', 'equity', 'equity', '3540'),
+      (5, 'Retained Earnings', 'retained_earnings', 'equity', '3600'),
+      (6, 'Sales Revenue', 'income', 'revenue', '8000'),
+      (7, 'Cost of Goods Sold', 'cost_of_goods_sold', 'expense', '8320'),
+      (8, 'Bank Fees & Charges', 'expense', 'expense', '8715')
+    ) v (ord, name, account_type, classification, code)
+    join app_public.tax_codes t on t.code = v.code
+   order by v.ord;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.create_user(email text, name text DEFAULT NULL::text)
+ RETURNS app_public.users
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare
+  u app_public.users;
+  em text := lower(app_private.clean_text(create_user.email));
+begin
+  if em is null or em !~ '^[^@\s]+@[^@\s]+\.[^@\s]+$' or length(em) > 254 then
+    perform app_private.fail('Email must look like an email address.');
+  end if;
+  begin
+    insert into app_public.users (email, name) values (em, normalize(create_user.name, NFC)) returning * into u;
+  exception when unique_violation then
+    perform app_private.fail('A user with this email already exists.');
+  end;
+  return u;
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.direction_for(event_type text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select case event_type when 'income' then 'in' else 'out' end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.event_receipts(event_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select '[]'::jsonb $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.fail(message text, code text DEFAULT 'AP400'::text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$ begin raise exception using message = message, errcode = code; end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.field_of(message text, fallback text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select coalesce(nullif(substring(message from '^(.+?) must '), ''), fallback) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.insert_account(org uuid, name text, tax_code_id uuid, account_type text, classification text, sub_type text, last_four text, parent_id uuid)
+ RETURNS app_public.accounts
+ LANGUAGE plpgsql
+AS $function$
+declare
+  t app_public.tax_codes;
+  r app_public.accounts;
+  nm text := app_private.clean_text(name);
+  st text := coalesce(app_private.clean_text(sub_type), '');
+  typ text := nullif(lower(btrim(account_type)), '');
+  cls text := nullif(lower(btrim(classification)), '');
+  four text := nullif(btrim(last_four), '');
+begin
+  if nm is null or nm = '' then perform app_private.fail('Name is required.'); end if;
+  if length(nm) > 200 then perform app_private.fail('Name must be at most 200 characters.'); end if;
+  if insert_account.tax_code_id is not null then
+    select * into t from app_public.tax_codes c where c.id = insert_account.tax_code_id;
+    if not found then perform app_private.fail('Tax code not found.'); end if;
+    if t.account_type = 'total' then
+      perform app_private.fail(format('Tax code %s is a computed total and cannot be used for an account.', t.code));
+    end if;
+    typ := coalesce(typ, t.account_type);
+    cls := coalesce(cls, t.classification);
+  elsif typ is null or cls is null then
+    perform app_private.fail('Give either taxCodeId, or accountType and classification.');
+  end if;
+  if cls not in ('asset', 'liability', 'equity', 'revenue', 'expense') then
+    perform app_private.fail('Classification must be one of: asset, liability, equity, revenue, expense.');
+  end if;
+  perform app_private.check_account_type(typ);
+  if t.id is not null and t.classification <> cls then
+    perform app_private.fail(format('Tax code %s is for %s accounts, not %s.', t.code, t.classification, cls));
+  end if;
+  if four is not null and four !~ '^[0-9]{4}$' then perform app_private.fail('lastFour must be exactly 4 digits.'); end if;
+  if length(st) > 100 then perform app_private.fail('subType must be at most 100 characters.'); end if;
+  insert into app_public.accounts (organization_id, name, account_type, classification, sub_type, last_four, parent_id, tax_code_id)
+    values (org, nm, typ, cls, st, four, app_private.resolve_parent(org, insert_account.parent_id, cls), t.id)
+    returning * into r;
+  return r;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.insert_contact(org uuid, contact_type text, display_name text, email text, phone text)
+ RETURNS app_public.contacts
+ LANGUAGE plpgsql
+AS $function$
+declare
+  r app_public.contacts;
+  typ text := lower(btrim(contact_type));
+  nm text := app_private.clean_text(display_name);
+begin
+  if typ is null or typ not in ('vendor', 'customer') then perform app_private.fail('Contact type must be vendor or customer.'); end if;
+  if nm is null or nm = '' then perform app_private.fail('Display name is required.'); end if;
+  if length(nm) > 200 then perform app_private.fail('Display name must be at most 200 characters.'); end if;
+  insert into app_public.contacts (organization_id, contact_type, display_name, email, phone)
+    values (org, typ, nm, app_private.clean_email(email), app_private.clean_phone(phone))
+    returning * into r;
+  return r;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.intake_address_json(i app_public.intake_addresses)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select jsonb_build_object('id', i.id, 'addressType', i.address_type, 'address', i.address, 'label', i.label,
+     'active', i.active, 'created', app_private.iso(i.created)) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.iso(ts timestamp with time zone)
+ RETURNS text
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$ select to_char(ts at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE; reporting_reader: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.item_text(item jsonb, key text)
+ RETURNS text
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare v jsonb;
+begin
+  if item is null or jsonb_typeof(item) <> 'object' then perform app_private.fail('Each item must be an object.'); end if;
+  v := item -> key;
+  if v is null or jsonb_typeof(v) = 'null' then return null; end if;
+  if jsonb_typeof(v) <> 'string' then perform app_private.fail(format('%s must be a string.', key)); end if;
+  return v #>> '{}';
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.item_uuid(item jsonb, key text)
+ RETURNS uuid
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$ select app_private.parse_uuid(app_private.item_text(item, key), format('%s must be a UUID.', key)) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.ledger_event_json(e app_public.ledger_events, c app_public.accounts, p app_public.accounts, t app_public.accounts, j app_public.journal_entries)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select jsonb_build_object(
+    'id', e.id, 'eventType', e.event_type, 'direction', e.direction, 'merchantName', e.merchant_name,
+    'functionalAmount', app_private.money(e.functional_amount), 'functionalCurrency', e.functional_currency,
+    'transactionDate', to_char(e.transaction_date, 'YYYY-MM-DD'), 'status', e.status, 'memo', e.memo,
+    'hasDocument', e.has_document,
+    'account', case when c.id is null then null else jsonb_build_object('id', c.id, 'name', c.name, 'accountType', c.account_type) end,
+    'category', case when c.id is null then null else jsonb_build_object('id', c.id, 'name', c.name) end,
+    'paymentAccount', case when p.id is null then null else jsonb_build_object('id', p.id, 'name', p.name) end,
+    'taxAmount', app_private.money(e.tax_amount), 'taxCode', e.tax_code,
+    'taxAccount', case when t.id is null then null else jsonb_build_object('id', t.id, 'name', t.name) end,
+    'journalEntry', case when j.id is null then null else jsonb_build_object('id', j.id,
+        'txnDate', to_char(j.txn_date, 'YYYY-MM-DD'), 'totalAmount', app_private.money(j.total_amount),
+        'voidedAt', app_private.iso(j.voided_at)) end,
+    'receipts', app_private.event_receipts(e.id),
+    'created', app_private.iso(e.created), 'updated', app_private.iso(e.updated))
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.ledger_event_json_by_id(event_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select app_private.ledger_event_json(e, c, p, t, j)
+    from app_public.ledger_events e
+    left join app_public.accounts c on c.id = e.category_id
+    left join app_public.accounts p on p.id = e.payment_account_id
+    left join app_public.accounts t on t.id = e.tax_account_id
+    left join app_public.journal_entries j on j.id = e.journal_entry_id
+   where e.id = ledger_event_json_by_id.event_id
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.like_pattern(search text)
+ RETURNS text
+ LANGUAGE plpgsql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+declare b constant text := chr(92);
+begin
+  if length(search) > 200 then perform app_private.fail('search must be at most 200 characters.'); end if;
+  return '%' || replace(replace(replace(normalize(search, NFC), b, b || b), '%', b || '%'), '_', b || '_') || '%';
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.max_amount()
+ RETURNS numeric
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select 999999999.99::numeric $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.max_date()
+ RETURNS date
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select date '2199-12-31' $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.membership_json(m app_public.memberships, u app_public.users)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select jsonb_build_object('userId', u.id, 'email', u.email, 'name', coalesce(u.name, ''),
+     'role', m.role, 'created', app_private.iso(m.created)) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.min_date()
+ RETURNS date
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select date '1900-01-01' $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.money(amount numeric)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select amount::numeric(20,2)::text $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.new_api_key_secret()
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+declare
+  alphabet constant text := '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
+  out text := '';
+  b integer;
+  bytes bytea;
+begin
+  while length(out) < 40 loop
+    bytes := public.gen_random_bytes(64);
+    for i in 0 .. 63 loop
+      b := get_byte(bytes, i);
+      if b < 248 and length(out) < 40 then out := out || substr(alphabet, b % 62 + 1, 1); end if;
+    end loop;
+  end loop;
+  return 'acct_' || out;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.page_offset(off integer)
+ RETURNS integer
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+begin
+  if coalesce(off, 0) < 0 then perform app_private.fail('offset must not be negative.', 'AP400'); end if;
+  return coalesce(off, 0);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.page_size(lim integer)
+ RETURNS integer
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+begin
+  if lim is null then return 25; end if;
+  if lim < 1 then perform app_private.fail('limit must be at least 1.', 'AP400'); end if;
+  return least(lim, 200);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.parse_amount(amount text, message text, allow_zero boolean DEFAULT false)
+ RETURNS numeric
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare
+  s text := btrim(amount);
+  whole text;
+  v numeric;
+begin
+  if s is null or s !~ '^[0-9]+(\.[0-9]{1,2})?$' then perform app_private.fail(message); end if;
+  -- Leading zeros are dropped before converting, and a number with more whole digits than the
+  -- maximum is refused unconverted (a 100,000-digit string never reaches numeric).
+  whole := ltrim(split_part(s, '.', 1), '0');
+  if length(whole) > length(trunc(app_private.max_amount())::text) then
+    perform app_private.fail(format('%s must be at most %s.', app_private.field_of(message, 'Amount'),
+      to_char(app_private.max_amount(), 'FM999,999,999,999,990.00')));
+  end if;
+  v := (coalesce(nullif(whole, ''), '0') || coalesce('.' || nullif(split_part(s, '.', 2), ''), ''))::numeric;
+  if v > app_private.max_amount() then
+    perform app_private.fail(format('%s must be at most %s.', app_private.field_of(message, 'Amount'),
+      to_char(app_private.max_amount(), 'FM999,999,999,999,990.00')));
+  end if;
+  if v = 0 and not allow_zero then perform app_private.fail(message); end if;
+  return v;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.parse_date(day text, message text)
+ RETURNS date
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare d date;
+begin
+  if day is null or day !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' then perform app_private.fail(message); end if;
+  begin
+    d := day::date;
+  exception when others then
+    perform app_private.fail(message);
+  end;
+  if d < app_private.min_date() or d > app_private.max_date() then
+    perform app_private.fail(format('%s must be between %s and %s.', app_private.field_of(message, 'Date'),
+      to_char(app_private.min_date(), 'YYYY-MM-DD'), to_char(app_private.max_date(), 'YYYY-MM-DD')));
+  end if;
+  return d;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.parse_uuid(id text, message text)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+begin
+  if id is null then return null; end if;
+  if id !~ '^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$' then
+    perform app_private.fail(message);
+  end if;
+  return id::uuid;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.period_totals(org uuid, period daterange)
+ RETURNS TABLE(account_id uuid, account_name text, classification text, total numeric)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select a.id, a.name, a.classification,
+         case when a.classification = 'revenue' then sum(t.credit) - sum(t.debit) else sum(t.debit) - sum(t.credit) end
+    from app_public.account_daily_totals t
+    join app_public.accounts a on a.id = t.account_id
+   where t.organization_id = org and t.day >= lower(period) and t.day < upper(period)
+     and a.classification in ('revenue', 'expense')
+   group by a.id, a.name, a.classification
+  having sum(t.debit) <> 0 or sum(t.credit) <> 0
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.post_journal_entry(event_id uuid)
+ RETURNS uuid
+ LANGUAGE plpgsql
+AS $function$
+declare
+  e app_public.ledger_events;
+  v_entry uuid;
+  v_tax numeric;
+begin
+  select * into e from app_public.ledger_events x where x.id = event_id;
+  v_tax := coalesce(e.tax_amount, 0);
+  insert into app_public.journal_entries (organization_id, event_id, txn_date, total_amount)
+    values (e.organization_id, e.id, e.transaction_date, e.functional_amount) returning id into v_entry;
+  -- out: debit category (+ tax), credit payment; in: debit payment, credit category (+ tax).
+  insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit)
+    select e.organization_id, v_entry, l.account_id, e.transaction_date,
+           case when l.debit_side then l.amount else 0 end, case when l.debit_side then 0 else l.amount end
+      from (values
+        (e.category_id, e.functional_amount - v_tax, e.direction = 'out'),
+        (e.tax_account_id, v_tax, e.direction = 'out'),
+        (e.payment_account_id, e.functional_amount, e.direction = 'in')) l (account_id, amount, debit_side)
+     where l.amount > 0
+     order by l.account_id;
+  return v_entry;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.purge_expired()
+ RETURNS void
+ LANGUAGE sql
+AS $function$
+  delete from app_public.idempotency_records where created < now() - interval '24 hours';
+  delete from app_public.rate_limit_windows where window_start < now() - interval '1 hour';
+$function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.receipt_count(org uuid, period daterange)
+ RETURNS integer
+ LANGUAGE sql
+ STABLE
+AS $function$ select 0 $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.report_period(start_date text, end_date text, default_start date)
+ RETURNS daterange
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  s date := default_start;
+  e date := current_date;
+begin
+  if start_date is not null then s := app_private.parse_date(start_date, 'startDate must be a date in YYYY-MM-DD format.'); end if;
+  if end_date is not null then e := app_private.parse_date(end_date, 'endDate must be a date in YYYY-MM-DD format.'); end if;
+  if s > e then perform app_private.fail('startDate must not be after endDate.'); end if;
+  return daterange(s, e, '[]');
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.resolve_parent(org uuid, parent uuid, classification text)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare p app_public.accounts;
+begin
+  if parent is null then return null; end if;
+  select * into p from app_public.accounts a where a.organization_id = org and a.id = parent;
+  if not found then perform app_private.fail('Parent account not found.'); end if;
+  if p.classification <> resolve_parent.classification then
+    perform app_private.fail(format('A sub-account must have the classification of its parent (%s).', p.classification));
+  end if;
+  return p.id;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.rule_account(org uuid, account uuid)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare a app_public.accounts;
+begin
+  select * into a from app_public.accounts x where x.organization_id = org and x.id = account;
+  if not found then perform app_private.fail('Category account not found.'); end if;
+  if not a.active then perform app_private.fail('Category account is inactive.'); end if;
+  return a.id;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.save_idempotent_response(credential text, idem_key text, status integer, body text)
+ RETURNS void
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+  update app_public.idempotency_records x set response_status = status, response_body = body
+   where x.credential = save_idempotent_response.credential and x.idempotency_key = idem_key
+$function$
+-- grants: <owner>: EXECUTE; accounting_authenticator: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.sort_dir(dir text, default_dir text DEFAULT 'asc'::text)
+ RETURNS text
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+begin
+  if dir is null then return default_dir; end if;
+  if lower(dir) not in ('asc', 'desc') then
+    perform app_private.fail('sortDir must be one of: asc, desc.', 'AP400');
+  end if;
+  return lower(dir);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tax_code_json(t app_public.tax_codes)
+ RETURNS jsonb
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$ select case when t.id is null then null else jsonb_build_object('id', t.id, 'code', t.code, 'name', t.name,
+     'classification', t.classification, 'accountType', t.account_type) end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg__nfc()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+declare
+  n jsonb := to_jsonb(new);
+  o jsonb := case when tg_op = 'UPDATE' then to_jsonb(old) end;
+  patch jsonb := '{}';
+  col text;
+  v text;
+begin
+  foreach col in array tg_argv loop
+    v := n ->> col;
+    if v is not null and v is not nfc normalized and (o is null or o -> col is distinct from n -> col) then
+      patch := patch || jsonb_build_object(col, normalize(v, NFC));
+    end if;
+  end loop;
+  if patch <> '{}' then new := jsonb_populate_record(new, patch); end if;
+  return new;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg__touch_updated()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$ begin new.updated := now(); return new; end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg_accounts__no_cycle()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform pg_advisory_xact_lock(hashtext('app_public.accounts.parent_id'), hashtext(new.organization_id::text));
+  if exists (
+    with recursive up (id, parent_id) as (
+      select a.id, a.parent_id from app_public.accounts a
+       where a.organization_id = new.organization_id and a.id = new.parent_id
+      union
+      select a.id, a.parent_id from app_public.accounts a join up on a.id = up.parent_id
+       where a.organization_id = new.organization_id
+    )
+    select 1 from up where up.id = new.id
+  ) then
+    perform app_private.fail('An account cannot be placed under itself or one of its own sub-accounts.');
+  end if;
+  return new;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg_category_rules__classify()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare n integer;
+begin
+  perform set_config('app.audit_action', 'rule', true);
+  update app_public.ledger_events e set category_id = new.account_id
+    from app_public.accounts a
+   where a.id = new.account_id and a.active
+     and e.organization_id = new.organization_id and e.status = 'needs_review' and e.category_id is null
+     and e.merchant_name ilike new.vendor_pattern
+     and app_private.category_fits(e.event_type, a.classification)
+     and e.payment_account_id is distinct from a.id
+     and app_private.best_category_rule(new.organization_id, e.merchant_name) = new.id;
+  get diagnostics n = row_count;
+  if n > 0 then
+    update app_public.category_rules r set match_count = r.match_count + n where r.id = new.id;
+  end if;
+  return null;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg_journal__balanced()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare
+  entry uuid;
+  d numeric; c numeric; n integer;
+begin
+  if tg_table_name = 'journal_entries' then entry := new.id;
+  elsif tg_op = 'DELETE' then entry := old.entry_id;
+  else entry := new.entry_id;
+  end if;
+  if not exists (select 1 from app_public.journal_entries where id = entry) then return null; end if;
+  select coalesce(sum(debit), 0), coalesce(sum(credit), 0), count(*) into d, c, n
+    from app_public.journal_lines where entry_id = entry;
+  if n < 2 or d <> c then
+    raise exception 'Journal entry % does not balance (debits %, credits %, % lines).', entry, d, c, n
+      using errcode = 'check_violation';
+  end if;
+  return null;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg_journal_lines__immutable()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if (new.organization_id, new.entry_id, new.account_id, new.txn_date, new.debit, new.credit)
+     is distinct from (old.organization_id, old.entry_id, old.account_id, old.txn_date, old.debit, old.credit)
+     or (old.voided and not new.voided) then
+    perform app_private.fail('Journal lines cannot be changed; void the entry instead.');
+  end if;
+  return new;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg_journal_lines__same_transaction()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  -- created defaults to now(), the transaction's start: equal only within the posting transaction.
+  if exists (select 1 from app_public.journal_entries j where j.id = new.entry_id and j.created <> now()) then
+    raise exception 'Lines can only be added to a journal entry in the transaction that posts it.'
+      using errcode = 'check_violation';
+  end if;
+  return new;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg_journal_lines__totals()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+begin
+  if tg_op = 'INSERT' then
+    insert into app_public.account_daily_totals as t (organization_id, account_id, day, debit, credit)
+      select organization_id, account_id, txn_date, sum(debit), sum(credit)
+        from new_rows where not voided group by 1, 2, 3 order by 1, 2, 3
+      on conflict (organization_id, account_id, day) do update
+        set debit = t.debit + excluded.debit, credit = t.credit + excluded.credit;
+  elsif tg_op = 'UPDATE' then
+    insert into app_public.account_daily_totals as t (organization_id, account_id, day, debit, credit)
+      select organization_id, account_id, txn_date, sum(debit), sum(credit) from (
+        select organization_id, account_id, txn_date, debit, credit from new_rows where not voided
+        union all
+        select organization_id, account_id, txn_date, -debit, -credit from old_rows where not voided) x
+      group by 1, 2, 3 having sum(debit) <> 0 or sum(credit) <> 0 order by 1, 2, 3
+      on conflict (organization_id, account_id, day) do update
+        set debit = t.debit + excluded.debit, credit = t.credit + excluded.credit;
+  else
+    insert into app_public.account_daily_totals as t (organization_id, account_id, day, debit, credit)
+      select organization_id, account_id, txn_date, -sum(debit), -sum(credit)
+        from old_rows r where not voided
+         -- Rows of an organization being deleted go with it.
+         and exists (select 1 from app_public.organizations o where o.id = r.organization_id)
+       group by 1, 2, 3 order by 1, 2, 3
+      on conflict (organization_id, account_id, day) do update
+        set debit = t.debit + excluded.debit, credit = t.credit + excluded.credit;
+  end if;
+  return null;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg_ledger_event_audit__append_only()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$ begin raise exception 'The audit trail is append-only.' using errcode = 'AP403'; end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__audit()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare diff jsonb;
+begin
+  -- Column by column (cheaper than diffing whole-row JSON on every confirm); null entries dropped.
+  if tg_op = 'INSERT' then
+    diff := jsonb_strip_nulls(jsonb_build_object(
+    'event_type', case when new.event_type is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.event_type)) end,
+    'direction', case when new.direction is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.direction)) end,
+    'merchant_name', case when new.merchant_name is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.merchant_name)) end,
+    'functional_amount', case when new.functional_amount is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.functional_amount)) end,
+    'functional_currency', case when new.functional_currency is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.functional_currency)) end,
+    'transaction_date', case when new.transaction_date is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.transaction_date)) end,
+    'status', case when new.status is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.status)) end,
+    'memo', case when new.memo is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.memo)) end,
+    'has_document', case when new.has_document is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.has_document)) end,
+    'category_id', case when new.category_id is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.category_id)) end,
+    'payment_account_id', case when new.payment_account_id is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.payment_account_id)) end,
+    'tax_amount', case when new.tax_amount is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.tax_amount)) end,
+    'tax_account_id', case when new.tax_account_id is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.tax_account_id)) end,
+    'tax_code', case when new.tax_code is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.tax_code)) end,
+    'journal_entry_id', case when new.journal_entry_id is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.journal_entry_id)) end,
+    'reference', case when new.reference is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.reference)) end,
+    'backfill_id', case when new.backfill_id is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.backfill_id)) end));
+  else
+    diff := jsonb_strip_nulls(jsonb_build_object(
+    'event_type', case when old.event_type is distinct from new.event_type then jsonb_build_object('old', to_jsonb(old.event_type), 'new', to_jsonb(new.event_type)) end,
+    'direction', case when old.direction is distinct from new.direction then jsonb_build_object('old', to_jsonb(old.direction), 'new', to_jsonb(new.direction)) end,
+    'merchant_name', case when old.merchant_name is distinct from new.merchant_name then jsonb_build_object('old', to_jsonb(old.merchant_name), 'new', to_jsonb(new.merchant_name)) end,
+    'functional_amount', case when old.functional_amount is distinct from new.functional_amount then jsonb_build_object('old', to_jsonb(old.functional_amount), 'new', to_jsonb(new.functional_amount)) end,
+    'functional_currency', case when old.functional_currency is distinct from new.functional_currency then jsonb_build_object('old', to_jsonb(old.functional_currency), 'new', to_jsonb(new.functional_currency)) end,
+    'transaction_date', case when old.transaction_date is distinct from new.transaction_date then jsonb_build_object('old', to_jsonb(old.transaction_date), 'new', to_jsonb(new.transaction_date)) end,
+    'status', case when old.status is distinct from new.status then jsonb_build_object('old', to_jsonb(old.status), 'new', to_jsonb(new.status)) end,
+    'memo', case when old.memo is distinct from new.memo then jsonb_build_object('old', to_jsonb(old.memo), 'new', to_jsonb(new.memo)) end,
+    'has_document', case when old.has_document is distinct from new.has_document then jsonb_build_object('old', to_jsonb(old.has_document), 'new', to_jsonb(new.has_document)) end,
+    'category_id', case when old.category_id is distinct from new.category_id then jsonb_build_object('old', to_jsonb(old.category_id), 'new', to_jsonb(new.category_id)) end,
+    'payment_account_id', case when old.payment_account_id is distinct from new.payment_account_id then jsonb_build_object('old', to_jsonb(old.payment_account_id), 'new', to_jsonb(new.payment_account_id)) end,
+    'tax_amount', case when old.tax_amount is distinct from new.tax_amount then jsonb_build_object('old', to_jsonb(old.tax_amount), 'new', to_jsonb(new.tax_amount)) end,
+    'tax_account_id', case when old.tax_account_id is distinct from new.tax_account_id then jsonb_build_object('old', to_jsonb(old.tax_account_id), 'new', to_jsonb(new.tax_account_id)) end,
+    'tax_code', case when old.tax_code is distinct from new.tax_code then jsonb_build_object('old', to_jsonb(old.tax_code), 'new', to_jsonb(new.tax_code)) end,
+    'journal_entry_id', case when old.journal_entry_id is distinct from new.journal_entry_id then jsonb_build_object('old', to_jsonb(old.journal_entry_id), 'new', to_jsonb(new.journal_entry_id)) end,
+    'reference', case when old.reference is distinct from new.reference then jsonb_build_object('old', to_jsonb(old.reference), 'new', to_jsonb(new.reference)) end,
+    'backfill_id', case when old.backfill_id is distinct from new.backfill_id then jsonb_build_object('old', to_jsonb(old.backfill_id), 'new', to_jsonb(new.backfill_id)) end));
+  end if;
+  if diff = '{}'::jsonb then return null; end if;
+  insert into app_public.ledger_event_audit (organization_id, event_id, action, actor_api_key_id, actor_user_id, changes)
+    values (new.organization_id, new.id,
+            coalesce(nullif(current_setting('app.audit_action', true), ''), lower(tg_op)),
+            app_public.current_api_key_id(), app_public.current_user_id(), diff);
+  return null;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__audit_delete()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+begin
+  -- An organization being deleted takes its events with it: nothing to record for it.
+  if not exists (select 1 from app_public.organizations o where o.id = old.organization_id) then return null; end if;
+  insert into app_public.ledger_event_audit (organization_id, event_id, action, actor_api_key_id, actor_user_id, changes)
+    select old.organization_id, old.id, coalesce(nullif(current_setting('app.audit_action', true), ''), 'delete'),
+           app_public.current_api_key_id(), app_public.current_user_id(),
+           coalesce(jsonb_object_agg(f.key, jsonb_build_object('old', f.value, 'new', null)), '{}'::jsonb)
+      from jsonb_each(to_jsonb(old)) f
+     where f.value <> 'null'::jsonb and f.key not in ('id', 'organization_id', 'created', 'updated');
+  return null;
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__counts()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+begin
+  if tg_op = 'INSERT' then
+    insert into app_public.ledger_event_daily_counts as t (organization_id, day, status, n)
+      select organization_id, transaction_date, status, count(*) from new_rows group by 1, 2, 3 order by 1, 2, 3
+      on conflict (organization_id, day, status) do update set n = t.n + excluded.n;
+  elsif tg_op = 'UPDATE' then
+    insert into app_public.ledger_event_daily_counts as t (organization_id, day, status, n)
+      select organization_id, d, s, sum(k) from (
+        select organization_id, transaction_date d, status s, 1 k from new_rows
+        union all
+        select organization_id, transaction_date, status, -1 from old_rows) x
+      group by 1, 2, 3 having sum(k) <> 0 order by 1, 2, 3
+      on conflict (organization_id, day, status) do update set n = t.n + excluded.n;
+  else
+    insert into app_public.ledger_event_daily_counts as t (organization_id, day, status, n)
+      select organization_id, transaction_date, status, -count(*) from old_rows r
+       -- Rows of an organization being deleted go with it.
+       where exists (select 1 from app_public.organizations o where o.id = r.organization_id)
+       group by 1, 2, 3 order by 1, 2, 3
+      on conflict (organization_id, day, status) do update set n = t.n + excluded.n;
+  end if;
+  return null;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg_memberships__keep_owner()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare org uuid := coalesce(old.organization_id, new.organization_id);
+begin
+  perform 1 from app_public.organizations where id = org for update;
+  if not found then return null; end if; -- the organization itself is being deleted
+  if not exists (select 1 from app_public.memberships where organization_id = org and role = 'owner') then
+    perform app_private.fail('An organization must keep at least one owner.');
+  end if;
+  return null;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.uuid_list(ids jsonb, field text)
+ RETURNS uuid[]
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare
+  x jsonb;
+  out uuid[] := '{}';
+begin
+  if ids is null then return null; end if;
+  if jsonb_typeof(ids) <> 'array' then perform app_private.fail(format('%s must be a list of UUIDs.', field)); end if;
+  for x in select e from jsonb_array_elements(ids) e loop
+    if jsonb_typeof(x) <> 'string' then perform app_private.fail(format('%s must be a list of UUIDs.', field)); end if;
+    out := out || app_private.parse_uuid(x #>> '{}', format('%s must be a list of UUIDs.', field));
+  end loop;
+  return out;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.account_balances(organization_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  return coalesce((
+    select jsonb_agg(jsonb_build_object('accountId', a.id, 'accountName', a.name, 'accountType', a.account_type,
+        'classification', a.classification, 'balance', app_private.money(coalesce(b.balance, 0)))
+        order by lower(a.name), a.id)
+      from app_public.accounts a
+      left join app_private.account_balances(account_balances.organization_id) b on b.account_id = a.id
+     where a.organization_id = account_balances.organization_id and a.active), '[]'::jsonb);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.add_member(organization_id uuid, email text, role text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  if role = 'owner' and app_private.caller_role(organization_id) <> 'owner' then
+    perform app_private.fail('Only an owner can grant, change or remove the owner role.');
+  end if;
+  return jsonb_build_object('success', true, 'error', null,
+    'member', app_private.add_member(organization_id, email, role));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.batch_create_accounts(organization_id uuid, items jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  item jsonb;
+  idx integer := 0;
+  n_created integer := 0;
+  errs jsonb := '[]'::jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  if items is null or jsonb_typeof(items) <> 'array' then perform app_private.fail('items must be a list.'); end if;
+  if jsonb_array_length(items) > 500 then
+    perform app_private.fail(format('A batch holds at most 500 items (got %s); nothing was created.', jsonb_array_length(items)));
+  end if;
+  for item in select e.value from jsonb_array_elements(items) with ordinality e (value, ordinality) order by e.ordinality loop
+    begin
+      perform app_private.insert_account(batch_create_accounts.organization_id, app_private.item_text(item, 'name'),
+        app_private.item_uuid(item, 'taxCodeId'), app_private.item_text(item, 'accountType'),
+        app_private.item_text(item, 'classification'), app_private.item_text(item, 'subType'),
+        app_private.item_text(item, 'lastFour'), app_private.item_uuid(item, 'parentId'));
+      n_created := n_created + 1;
+    exception
+      when unique_violation then
+        errs := errs || jsonb_build_array(jsonb_build_object('index', idx, 'error', 'Account with this name already exists.'));
+      when others then
+        if sqlstate like 'AP%' then
+          errs := errs || jsonb_build_array(jsonb_build_object('index', idx, 'error', sqlerrm));
+        else
+          raise;
+        end if;
+    end;
+    idx := idx + 1;
+  end loop;
+  return jsonb_build_object('created', n_created, 'errors', errs);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.batch_create_contacts(organization_id uuid, items jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  item jsonb;
+  idx integer := 0;
+  n_created integer := 0;
+  errs jsonb := '[]'::jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  if items is null or jsonb_typeof(items) <> 'array' then perform app_private.fail('items must be a list.'); end if;
+  if jsonb_array_length(items) > 500 then
+    perform app_private.fail(format('A batch holds at most 500 items (got %s); nothing was created.', jsonb_array_length(items)));
+  end if;
+  for item in select e.value from jsonb_array_elements(items) with ordinality e (value, ordinality) order by e.ordinality loop
+    begin
+      perform app_private.insert_contact(batch_create_contacts.organization_id, app_private.item_text(item, 'contactType'),
+        app_private.item_text(item, 'displayName'), app_private.item_text(item, 'email'), app_private.item_text(item, 'phone'));
+      n_created := n_created + 1;
+    exception
+      when unique_violation then
+        errs := errs || jsonb_build_array(jsonb_build_object('index', idx, 'error', 'Contact with this name already exists.'));
+      when others then
+        if sqlstate like 'AP%' then
+          errs := errs || jsonb_build_array(jsonb_build_object('index', idx, 'error', sqlerrm));
+        else
+          raise;
+        end if;
+    end;
+    idx := idx + 1;
+  end loop;
+  return jsonb_build_object('created', n_created, 'errors', errs);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.confirm_ledger_event(organization_id uuid, event_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  e app_public.ledger_events;
+  v_entry uuid;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  perform set_config('app.audit_action', 'confirm', true);
+  -- The row lock serializes concurrent confirms: the first posts, the others see it confirmed.
+  select * into e from app_public.ledger_events x where x.id = event_id for update;
+  if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
+  if e.status in ('confirmed', 'synced', 'reconciled') then perform app_private.fail('Event is already confirmed.'); end if;
+  if e.status not in ('needs_review', 'pending') then
+    perform app_private.fail('Only events in needs_review or pending can be confirmed.');
+  end if;
+  if e.category_id is null or e.payment_account_id is null then
+    perform app_private.fail('Category and payment account are required to confirm.');
+  end if;
+  -- The accounts may have changed since classification.
+  perform app_private.check_category(e.category_id, e.event_type);
+  perform app_private.check_payment_account(e.payment_account_id);
+  if coalesce(e.tax_amount, 0) > 0 then perform app_private.check_tax_account(e.tax_account_id); end if;
+  if coalesce(e.tax_amount, 0) >= e.functional_amount then perform app_private.fail('Tax amount must be less than the amount.'); end if;
+  v_entry := app_private.post_journal_entry(e.id);
+  update app_public.ledger_events x set status = 'confirmed', journal_entry_id = v_entry where x.id = e.id;
+  return jsonb_build_object('success', true, 'error', null, 'eventId', e.id, 'journalEntryId', v_entry);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.create_account(organization_id uuid, name text, tax_code_id uuid DEFAULT NULL::uuid, account_type text DEFAULT NULL::text, classification text DEFAULT NULL::text, sub_type text DEFAULT NULL::text, last_four text DEFAULT NULL::text, parent_id uuid DEFAULT NULL::uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare r app_public.accounts;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  begin
+    r := app_private.insert_account(create_account.organization_id, create_account.name, create_account.tax_code_id,
+      create_account.account_type, create_account.classification, create_account.sub_type, create_account.last_four,
+      create_account.parent_id);
+  exception when unique_violation then
+    perform app_private.fail('Account with this name already exists.');
+  end;
+  return jsonb_build_object('success', true, 'error', null, 'account', app_private.account_by_id(r.organization_id, r.id));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.create_api_key(organization_id uuid, label text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  return jsonb_build_object('success', true, 'error', null)
+    || app_private.create_api_key(organization_id, label, app_public.current_user_id());
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.create_category_rule(organization_id uuid, vendor_pattern text, category_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare r app_public.category_rules;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  begin
+    insert into app_public.category_rules (organization_id, vendor_pattern, account_id)
+      values (create_category_rule.organization_id, app_private.check_vendor_pattern(vendor_pattern),
+              app_private.rule_account(create_category_rule.organization_id, category_id))
+      returning * into r;
+  exception when unique_violation then
+    perform app_private.fail('A category rule with this pattern already exists.');
+  end;
+  -- Read again: the insert trigger has just classified matching events and counted them.
+  select * into r from app_public.category_rules x where x.id = r.id;
+  return jsonb_build_object('success', true, 'error', null, 'categoryRule', app_private.category_rule_json(r));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.create_contact(organization_id uuid, contact_type text, display_name text, email text DEFAULT NULL::text, phone text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare r app_public.contacts;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  begin
+    r := app_private.insert_contact(create_contact.organization_id, create_contact.contact_type, create_contact.display_name,
+      create_contact.email, create_contact.phone);
+  exception when unique_violation then
+    perform app_private.fail('Contact with this name already exists.');
+  end;
+  return jsonb_build_object('success', true, 'error', null, 'contact', app_private.contact_by_id(r.organization_id, r.id));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.create_intake_address(organization_id uuid, address_type text, address text, label text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  typ text := lower(btrim(address_type));
+  addr text := app_private.clean_text(address);
+  lbl text := coalesce(app_private.clean_text(label), '');
+  r app_public.intake_addresses;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  if typ is null or typ not in ('email', 'sms') then perform app_private.fail('Address type must be email or sms.'); end if;
+  if addr is null or addr = '' then perform app_private.fail('Address is required.'); end if;
+  if typ = 'email' then
+    addr := normalize(lower(addr), NFC);
+    if addr !~ '^[^@\s]+@[^@\s]+\.[^@\s]+$' or length(addr) > 254 or addr <> lower(addr) then
+      perform app_private.fail('Email must look like an email address.');
+    end if;
+  elsif addr !~ '^[0-9]+$' then
+    perform app_private.fail('An SMS address must contain digits only.');
+  elsif length(addr) not between 7 and 15 then
+    perform app_private.fail('An SMS address must have 7 to 15 digits.');
+  end if;
+  if length(lbl) > 200 then perform app_private.fail('Label must be at most 200 characters.'); end if;
+  begin
+    insert into app_public.intake_addresses (organization_id, address_type, address, label)
+      values (create_intake_address.organization_id, typ, addr, lbl)
+      returning * into r;
+  exception when unique_violation then
+    -- The same words whoever holds it (this organization or another): nothing about the owner.
+    perform app_private.fail('This address is already registered.');
+  end;
+  return jsonb_build_object('success', true, 'error', null, 'intakeAddress', app_private.intake_address_json(r));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.create_ledger_event(organization_id uuid, merchant_name text, amount text, transaction_date text, event_type text DEFAULT 'expense'::text, category_id uuid DEFAULT NULL::uuid, payment_account_id uuid DEFAULT NULL::uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_merchant text := app_private.clean_text(merchant_name);
+  v_amount numeric;
+  v_date date;
+  v_type text := coalesce(event_type, 'expense');
+  v_category uuid := category_id;
+  v_rule uuid;
+  v_id uuid;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  perform set_config('app.audit_action', 'create', true);
+  if v_merchant is null or length(v_merchant) = 0 then perform app_private.fail('Merchant name is required.'); end if;
+  if length(v_merchant) > 500 then perform app_private.fail('Merchant name must be at most 500 characters.'); end if;
+  v_amount := app_private.parse_amount(amount, 'Amount must be a positive decimal string.');
+  v_date := app_private.parse_date(transaction_date, 'Transaction date must be a date in YYYY-MM-DD format.');
+  if v_type not in ('expense', 'income', 'transfer') then
+    perform app_private.fail('Event type must be one of: expense, income, transfer.');
+  end if;
+  if v_category is not null then perform app_private.check_category(v_category, v_type); end if;
+  if payment_account_id is not null then
+    perform app_private.check_payment_account(payment_account_id);
+    if payment_account_id = v_category then perform app_private.fail('Category and payment account must differ.'); end if;
+  end if;
+  if v_category is null then
+    -- Behavior rule 10: the best matching category rule, when its account is usable for this event.
+    select r.id, r.account_id into v_rule, v_category
+      from app_public.category_rules r
+      join app_public.accounts a on a.id = r.account_id
+     where r.id = app_private.best_category_rule(create_ledger_event.organization_id, v_merchant)
+       and a.active and app_private.category_fits(v_type, a.classification)
+       and a.id is distinct from payment_account_id;
+    if v_rule is not null then
+      update app_public.category_rules set match_count = match_count + 1 where id = v_rule;
+    end if;
+  end if;
+  insert into app_public.ledger_events (organization_id, event_type, direction, merchant_name, functional_amount,
+      functional_currency, transaction_date, category_id, payment_account_id)
+    select create_ledger_event.organization_id, v_type, app_private.direction_for(v_type), v_merchant, v_amount,
+      o.functional_currency, v_date, v_category, payment_account_id
+      from app_public.organizations o where o.id = create_ledger_event.organization_id
+    returning id into v_id;
+  return jsonb_build_object('success', true, 'error', null, 'eventId', v_id);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.current_api_key_id()
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$ select nullif(current_setting('app.api_key_id', true), '')::uuid $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE; reporting_reader: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.current_organization_id()
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$ select nullif(current_setting('app.organization_id', true), '')::uuid $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE; reporting_reader: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.current_user_id()
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$ select nullif(current_setting('app.user_id', true), '')::uuid $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE; reporting_reader: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.dashboard_summary(organization_id uuid, start_date text DEFAULT NULL::text, end_date text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  period daterange;
+  revenue numeric;
+  expenses numeric;
+  unreviewed bigint;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  period := app_private.report_period(start_date, end_date, date_trunc('month', current_date)::date);
+  select coalesce(sum(total) filter (where classification = 'revenue'), 0),
+         coalesce(sum(total) filter (where classification = 'expense'), 0)
+    into revenue, expenses from app_private.period_totals(organization_id, period);
+  select coalesce(sum(n), 0) into unreviewed from app_public.ledger_event_daily_counts c
+   where c.organization_id = dashboard_summary.organization_id and c.status = 'needs_review';
+  return jsonb_build_object('totalRevenue', app_private.money(revenue), 'totalExpenses', app_private.money(expenses),
+    'netIncome', app_private.money(revenue - expenses),
+    'receiptCount', app_private.receipt_count(organization_id, period),
+    'unreviewedCount', unreviewed);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.deactivate_account(organization_id uuid, account_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  update app_public.accounts x set active = false
+   where x.organization_id = deactivate_account.organization_id and x.id = deactivate_account.account_id;
+  if not found then perform app_private.fail('Account not found.', 'AP404'); end if;
+  return jsonb_build_object('success', true, 'error', null,
+    'account', app_private.account_by_id(deactivate_account.organization_id, deactivate_account.account_id));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.deactivate_contact(organization_id uuid, contact_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  update app_public.contacts x set active = false
+   where x.organization_id = deactivate_contact.organization_id and x.id = deactivate_contact.contact_id;
+  if not found then perform app_private.fail('Contact not found.', 'AP404'); end if;
+  return jsonb_build_object('success', true, 'error', null,
+    'contact', app_private.contact_by_id(deactivate_contact.organization_id, deactivate_contact.contact_id));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.delete_category_rule(organization_id uuid, category_rule_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  delete from app_public.category_rules x
+   where x.organization_id = delete_category_rule.organization_id and x.id = category_rule_id;
+  if not found then perform app_private.fail('Category rule not found.', 'AP404'); end if;
+  return jsonb_build_object('success', true, 'error', null);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.delete_intake_address(organization_id uuid, intake_address_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  update app_public.intake_addresses x set active = false, deleted_at = now()
+   where x.organization_id = delete_intake_address.organization_id and x.id = intake_address_id and x.active;
+  if not found then perform app_private.fail('Intake address not found.', 'AP404'); end if;
+  return jsonb_build_object('success', true, 'error', null);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.get_ledger_event(organization_id uuid, event_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare r jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  r := app_private.ledger_event_json_by_id(event_id);
+  if r is null then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
+  return r;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.income_statement(organization_id uuid, start_date text DEFAULT NULL::text, end_date text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  period daterange;
+  r jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  period := app_private.report_period(start_date, end_date, date_trunc('year', current_date)::date);
+  select jsonb_build_object(
+      'incomeAccounts', coalesce(jsonb_agg(jsonb_build_object('accountId', account_id, 'accountName', account_name,
+          'total', app_private.money(total)) order by lower(account_name), account_id) filter (where classification = 'revenue'), '[]'::jsonb),
+      'expenseAccounts', coalesce(jsonb_agg(jsonb_build_object('accountId', account_id, 'accountName', account_name,
+          'total', app_private.money(total)) order by lower(account_name), account_id) filter (where classification = 'expense'), '[]'::jsonb),
+      'totalIncome', app_private.money(coalesce(sum(total) filter (where classification = 'revenue'), 0)),
+      'totalExpenses', app_private.money(coalesce(sum(total) filter (where classification = 'expense'), 0)),
+      'netIncome', app_private.money(coalesce(sum(total) filter (where classification = 'revenue'), 0)
+                                     - coalesce(sum(total) filter (where classification = 'expense'), 0)))
+    into r
+    from app_private.period_totals(organization_id, period);
+  return r;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.ledger_event_history(organization_id uuid, event_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare r jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  select jsonb_agg(jsonb_build_object(
+      'id', a.id, 'eventId', a.event_id, 'action', a.action,
+      'actorType', case when a.actor_api_key_id is not null then 'api_key' when a.actor_user_id is not null then 'user' else 'system' end,
+      'actorId', coalesce(a.actor_api_key_id, a.actor_user_id),
+      'occurredAt', app_private.iso(a.occurred_at),
+      'changes', (select coalesce(jsonb_agg(jsonb_build_object('field', k.key,
+            'oldValue', case when jsonb_typeof(k.value -> 'old') in ('null') or k.value -> 'old' is null then null else k.value ->> 'old' end,
+            'newValue', case when jsonb_typeof(k.value -> 'new') in ('null') or k.value -> 'new' is null then null else k.value ->> 'new' end)
+            order by k.key), '[]'::jsonb)
+          from jsonb_each(a.changes) k))
+      order by a.id)
+    into r
+    from app_public.ledger_event_audit a
+   where a.organization_id = ledger_event_history.organization_id and a.event_id = ledger_event_history.event_id;
+  if r is null then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
+  return r;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.list_accounts(organization_id uuid, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer, search text DEFAULT NULL::text, sort_by text DEFAULT NULL::text, sort_dir text DEFAULT NULL::text, active boolean DEFAULT NULL::boolean, classification text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  lim integer;
+  off integer;
+  dir text;
+  key text;
+  result jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  lim := app_private.page_size("limit");
+  off := app_private.page_offset("offset");
+  dir := app_private.sort_dir(sort_dir, 'asc');
+  perform app_private.check_sort_by(sort_by, array['name', 'accountType', 'classification', 'subType', 'currentBalance', 'active', 'created', 'updated']);
+  -- Whitelisted above; ties by name, then id, in the same direction, so the order is total.
+  key := case coalesce(sort_by, 'name')
+    when 'name' then 'f.lname' when 'accountType' then '(f.a).account_type' when 'classification' then '(f.a).classification'
+    when 'subType' then 'lower((f.a).sub_type)' when 'currentBalance' then 'f.balance' when 'active' then '(f.a).active'
+    when 'created' then '(f.a).created' when 'updated' then '(f.a).updated' end;
+  execute format($q$
+    with f as (
+      select a, lower(a.name) as lname, coalesce(b.balance, 0) as balance
+        from app_public.accounts a
+        left join app_private.account_balances($1) b on b.account_id = a.id
+       where a.organization_id = $1
+         and ($2::text is null or a.name ilike app_private.like_pattern($2))
+         and ($3::boolean is null or a.active = $3)
+         and ($4::text is null or a.classification = $4)
+    ), page as (
+      select f.a, f.balance, row_number() over (order by %1$s %2$s, f.lname %2$s, (f.a).id %2$s) as rn
+        from f order by rn limit $5 offset $6
+    )
+    select jsonb_build_object(
+      'items', coalesce((select jsonb_agg(app_private.account_json(page.a, page.balance) order by page.rn) from page), '[]'::jsonb),
+      'totalCount', (select count(*) from f), 'pageSize', $5, 'offset', $6)
+  $q$, key, dir) into result using organization_id, search, active, classification, lim, off;
+  return result;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.list_api_keys(organization_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  return coalesce((select jsonb_agg(app_private.api_key_json(k.id, k.label, k.prefix, k.created, k.last_used_at, k.revoked_at)
+      order by k.created, k.id)
+    from app_public.api_keys k where k.organization_id = list_api_keys.organization_id), '[]'::jsonb);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.list_category_rules(organization_id uuid, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer, search text DEFAULT NULL::text, sort_by text DEFAULT NULL::text, sort_dir text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  lim integer;
+  off integer;
+  dir text;
+  key text;
+  result jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  lim := app_private.page_size("limit");
+  off := app_private.page_offset("offset");
+  dir := app_private.sort_dir(sort_dir, 'asc');
+  perform app_private.check_sort_by(sort_by, array['vendorPattern', 'matchCount', 'created', 'updated']);
+  key := case coalesce(sort_by, 'vendorPattern')
+    when 'vendorPattern' then 'f.lpattern' when 'matchCount' then '(f.r).match_count'
+    when 'created' then '(f.r).created' when 'updated' then '(f.r).updated' end;
+  execute format($q$
+    with f as (
+      select r, lower(r.vendor_pattern) as lpattern
+        from app_public.category_rules r
+       where r.organization_id = $1 and ($2::text is null or r.vendor_pattern ilike app_private.like_pattern($2))
+    ), page as (
+      select f.r, row_number() over (order by %1$s %2$s, f.lpattern %2$s, (f.r).id %2$s) as rn
+        from f order by rn limit $3 offset $4
+    )
+    select jsonb_build_object(
+      'items', coalesce((select jsonb_agg(app_private.category_rule_json(page.r) order by page.rn) from page), '[]'::jsonb),
+      'totalCount', (select count(*) from f), 'pageSize', $3, 'offset', $4)
+  $q$, key, dir) into result using organization_id, search, lim, off;
+  return result;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.list_contacts(organization_id uuid, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer, search text DEFAULT NULL::text, sort_by text DEFAULT NULL::text, sort_dir text DEFAULT NULL::text, contact_type text DEFAULT NULL::text, active boolean DEFAULT NULL::boolean)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  lim integer;
+  off integer;
+  dir text;
+  key text;
+  result jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  lim := app_private.page_size("limit");
+  off := app_private.page_offset("offset");
+  dir := app_private.sort_dir(sort_dir, 'asc');
+  perform app_private.check_sort_by(sort_by, array['displayName', 'contactType', 'email', 'balance', 'created', 'updated']);
+  if contact_type is not null and contact_type not in ('vendor', 'customer') then
+    perform app_private.fail('Contact type must be vendor or customer.');
+  end if;
+  key := case coalesce(sort_by, 'displayName')
+    when 'displayName' then 'f.lname' when 'contactType' then '(f.c).contact_type' when 'email' then 'lower((f.c).email)'
+    when 'balance' then 'f.balance' when 'created' then '(f.c).created' when 'updated' then '(f.c).updated' end;
+  execute format($q$
+    with f as (
+      select c, lower(c.display_name) as lname, coalesce(b.balance, 0) as balance
+        from app_public.contacts c
+        left join app_private.contact_balances($1) b on b.contact_id = c.id
+       where c.organization_id = $1
+         and ($2::text is null or c.display_name ilike app_private.like_pattern($2) or c.email ilike app_private.like_pattern($2))
+         and ($3::text is null or c.contact_type = $3)
+         and ($4::boolean is null or c.active = $4)
+    ), page as (
+      select f.c, f.balance, row_number() over (order by %1$s %2$s nulls last, f.lname %2$s, (f.c).id %2$s) as rn
+        from f order by rn limit $5 offset $6
+    )
+    select jsonb_build_object(
+      'items', coalesce((select jsonb_agg(app_private.contact_json(page.c, page.balance) order by page.rn) from page), '[]'::jsonb),
+      'totalCount', (select count(*) from f), 'pageSize', $5, 'offset', $6)
+  $q$, key, dir) into result using organization_id, search, contact_type, active, lim, off;
+  return result;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.list_intake_addresses(organization_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  return coalesce((select jsonb_agg(app_private.intake_address_json(i) order by i.created, i.id)
+    from app_public.intake_addresses i where i.organization_id = list_intake_addresses.organization_id and i.active), '[]'::jsonb);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.list_ledger_events(organization_id uuid, status jsonb DEFAULT NULL::jsonb, has_document boolean DEFAULT NULL::boolean, since_days integer DEFAULT NULL::integer, date_from text DEFAULT NULL::text, date_to text DEFAULT NULL::text, amount_min text DEFAULT NULL::text, amount_max text DEFAULT NULL::text, account_ids jsonb DEFAULT NULL::jsonb, category_ids jsonb DEFAULT NULL::jsonb, payment_account_ids jsonb DEFAULT NULL::jsonb, search text DEFAULT NULL::text, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer, sort_by text DEFAULT NULL::text, sort_dir text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  statuses constant text[] := array['needs_review', 'confirmed', 'synced', 'reconciled', 'pending', 'ignored'];
+  max_since_days constant integer := 36500;
+  v_limit integer := app_private.page_size("limit");
+  v_offset integer := app_private.page_offset("offset");
+  v_dir text := app_private.sort_dir(sort_dir, 'desc');
+  v_status text[];
+  v_from date;
+  v_to date;
+  v_min numeric;
+  v_max numeric;
+  v_accounts uuid[];
+  v_categories uuid[];
+  v_payments uuid[];
+  v_pattern text;
+  v_order text;
+  v_where text := '';
+  v_total bigint;
+  v_items jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  perform app_private.check_sort_by(sort_by, array['transactionDate', 'functionalAmount', 'merchantName', 'status', 'created']);
+  v_order := case coalesce(sort_by, 'transactionDate')
+    when 'transactionDate' then 'e.transaction_date' when 'functionalAmount' then 'e.functional_amount'
+    when 'merchantName' then 'lower(e.merchant_name)' when 'status' then 'e.status' else 'e.created' end;
+  if status is not null then
+    if jsonb_typeof(status) <> 'array' then
+      perform app_private.fail(format('status must be any of: %s.', array_to_string(statuses, ', ')));
+    end if;
+    -- An empty list matches nothing, in the page and in the total alike.
+    select coalesce(array_agg(s), '{}') into v_status from jsonb_array_elements_text(status) s;
+    if not (coalesce(v_status, '{}') <@ statuses) then
+      perform app_private.fail(format('status must be any of: %s.', array_to_string(statuses, ', ')));
+    end if;
+    v_where := v_where || ' and e.status = any ($2)';
+  end if;
+  if since_days is not null then
+    if since_days < 0 then perform app_private.fail('sinceDays must not be negative.'); end if;
+    if since_days > max_since_days then
+      perform app_private.fail(format('sinceDays must be between 0 and %s.', max_since_days));
+    end if;
+    v_from := current_date - since_days;
+  end if;
+  if date_from is not null then
+    v_from := greatest(v_from, app_private.parse_date(date_from, 'dateFrom must be a date in YYYY-MM-DD format.'));
+  end if;
+  if date_to is not null then v_to := app_private.parse_date(date_to, 'dateTo must be a date in YYYY-MM-DD format.'); end if;
+  if v_from is not null then v_where := v_where || ' and e.transaction_date >= $3'; end if;
+  if v_to is not null then v_where := v_where || ' and e.transaction_date <= $4'; end if;
+  if has_document is not null then v_where := v_where || ' and e.has_document = $5'; end if;
+  if amount_min is not null then
+    v_min := app_private.parse_amount(amount_min, 'amountMin must be a decimal string.', true);
+    v_where := v_where || ' and e.functional_amount >= $6';
+  end if;
+  if amount_max is not null then
+    v_max := app_private.parse_amount(amount_max, 'amountMax must be a decimal string.', true);
+    v_where := v_where || ' and e.functional_amount <= $7';
+  end if;
+  if account_ids is not null then
+    v_accounts := app_private.uuid_list(account_ids, 'accountIds');
+    v_where := v_where || ' and e.category_id = any ($8)';
+  end if;
+  if category_ids is not null then
+    v_categories := app_private.uuid_list(category_ids, 'categoryIds');
+    v_where := v_where || ' and e.category_id = any ($9)';
+  end if;
+  if payment_account_ids is not null then
+    v_payments := app_private.uuid_list(payment_account_ids, 'paymentAccountIds');
+    v_where := v_where || ' and e.payment_account_id = any ($10)';
+  end if;
+  if search is not null and search <> '' then
+    v_pattern := app_private.like_pattern(search);
+    v_where := v_where || ' and (e.merchant_name ilike $11 or e.memo ilike $11)';
+  end if;
+
+  -- The total: from the per-day status counts when only status and dates filter, else counted.
+  if has_document is null and v_min is null and v_max is null and v_accounts is null and v_categories is null
+     and v_payments is null and v_pattern is null then
+    select coalesce(sum(c.n), 0) into v_total from app_public.ledger_event_daily_counts c
+     where c.organization_id = list_ledger_events.organization_id
+       and (v_status is null or c.status = any (v_status))
+       and (v_from is null or c.day >= v_from) and (v_to is null or c.day <= v_to);
+  else
+    execute 'select count(*) from app_public.ledger_events e where e.organization_id = $1' || v_where
+      into v_total
+      using organization_id, v_status, v_from, v_to, has_document, v_min, v_max, v_accounts, v_categories, v_payments, v_pattern;
+  end if;
+
+  -- The page, in one statement: ids in total order, then each event with its accounts and entry.
+  execute format($q$
+    with page as (
+      select e.id, row_number() over () as ord from (
+        select e.id from app_public.ledger_events e
+         where e.organization_id = $1 %1$s
+         order by %2$s %3$s, e.id %3$s
+         limit $12 offset $13) e)
+    select coalesce(jsonb_agg(app_private.ledger_event_json(e, c, p, t, j) order by page.ord), '[]'::jsonb)
+      from page
+      join app_public.ledger_events e on e.id = page.id
+      left join app_public.accounts c on c.id = e.category_id
+      left join app_public.accounts p on p.id = e.payment_account_id
+      left join app_public.accounts t on t.id = e.tax_account_id
+      left join app_public.journal_entries j on j.id = e.journal_entry_id
+  $q$, v_where, v_order, v_dir)
+    into v_items
+    using organization_id, v_status, v_from, v_to, has_document, v_min, v_max, v_accounts, v_categories, v_payments,
+          v_pattern, v_limit, v_offset;
+  return jsonb_build_object('items', v_items, 'totalCount', v_total, 'pageSize', v_limit, 'offset', v_offset);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.list_members(organization_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  return coalesce((select jsonb_agg(app_private.membership_json(m, u) order by lower(u.email), u.id)
+    from app_public.memberships m join app_public.users u on u.id = m.user_id
+    where m.organization_id = list_members.organization_id), '[]'::jsonb);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.list_sales_tax_codes(organization_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  return coalesce((select jsonb_agg(jsonb_build_object('code', s.code, 'name', s.name, 'rate', s.rate::text,
+      'jurisdiction', s.jurisdiction, 'recoverable', s.recoverable) order by s.jurisdiction <> 'CA', s.jurisdiction, s.code)
+    from app_public.sales_tax_codes s), '[]'::jsonb);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.list_tax_codes(organization_id uuid, search text DEFAULT NULL::text, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer, classification text DEFAULT NULL::text, account_type text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  lim integer;
+  off integer;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  lim := app_private.page_size("limit");
+  off := app_private.page_offset("offset");
+  return (
+    with f as (
+      select t from app_public.tax_codes t
+       where (search is null or t.code ilike app_private.like_pattern(search) or t.name ilike app_private.like_pattern(search))
+         and (list_tax_codes.classification is null or t.classification = list_tax_codes.classification)
+         and (list_tax_codes.account_type is null or t.account_type = list_tax_codes.account_type)
+    ), page as (
+      select f.t from f order by (f.t).code limit lim offset off
+    )
+    select jsonb_build_object(
+      'items', coalesce((select jsonb_agg(app_private.tax_code_json(page.t) order by (page.t).code) from page), '[]'::jsonb),
+      'totalCount', (select count(*) from f), 'pageSize', lim, 'offset', off));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.my_organizations()
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare
+  key_id uuid := app_public.current_api_key_id();
+  uid uuid := app_public.current_user_id();
+begin
+  if key_id is null and uid is null then perform app_private.fail('Authentication Required.', 'AU401'); end if;
+  return coalesce((
+    select jsonb_agg(jsonb_build_object('id', o.id, 'name', o.name) order by lower(o.name), o.id)
+    from app_public.organizations o
+    where (key_id is not null and o.id = (select k.organization_id from app_public.api_keys k where k.id = key_id))
+       or (key_id is null and o.id in (select m.organization_id from app_public.memberships m where m.user_id = uid))
+  ), '[]'::jsonb);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.reactivate_account(organization_id uuid, account_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  update app_public.accounts x set active = true
+   where x.organization_id = reactivate_account.organization_id and x.id = reactivate_account.account_id;
+  if not found then perform app_private.fail('Account not found.', 'AP404'); end if;
+  return jsonb_build_object('success', true, 'error', null,
+    'account', app_private.account_by_id(reactivate_account.organization_id, reactivate_account.account_id));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.reactivate_contact(organization_id uuid, contact_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  update app_public.contacts x set active = true
+   where x.organization_id = reactivate_contact.organization_id and x.id = reactivate_contact.contact_id;
+  if not found then perform app_private.fail('Contact not found.', 'AP404'); end if;
+  return jsonb_build_object('success', true, 'error', null,
+    'contact', app_private.contact_by_id(reactivate_contact.organization_id, reactivate_contact.contact_id));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.reject_ledger_event(organization_id uuid, event_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare e app_public.ledger_events;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  perform set_config('app.audit_action', 'reject', true);
+  select * into e from app_public.ledger_events x where x.id = event_id for update;
+  if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
+  if e.status = 'ignored' then perform app_private.fail('Event is already rejected.'); end if;
+  -- A posted entry is voided: kept for audit, out of every report.
+  if e.journal_entry_id is not null then
+    update app_public.journal_lines l set voided = true where l.entry_id = e.journal_entry_id and not l.voided;
+    update app_public.journal_entries j set voided_at = now() where j.id = e.journal_entry_id and j.voided_at is null;
+  end if;
+  update app_public.ledger_events x set status = 'ignored' where x.id = e.id;
+  return jsonb_build_object('success', true, 'error', null, 'eventId', e.id);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.remove_member(organization_id uuid, user_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare target_role text;
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  select m.role into target_role from app_public.memberships m
+   where m.organization_id = remove_member.organization_id and m.user_id = remove_member.user_id for update;
+  if target_role is null then perform app_private.fail('Member not found.', 'AP404'); end if;
+  if target_role = 'owner' and app_private.caller_role(organization_id) <> 'owner' then
+    perform app_private.fail('Only an owner can grant, change or remove the owner role.');
+  end if;
+  delete from app_public.memberships m where m.organization_id = remove_member.organization_id and m.user_id = remove_member.user_id;
+  set constraints app_public._100_keep_owner immediate;
+  return jsonb_build_object('success', true, 'error', null);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.revoke_api_key(organization_id uuid, api_key_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare k jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  update app_public.api_keys a set revoked_at = coalesce(a.revoked_at, now())
+    where a.id = api_key_id and a.organization_id = revoke_api_key.organization_id
+    returning app_private.api_key_json(a.id, a.label, a.prefix, a.created, a.last_used_at, a.revoked_at) into k;
+  if k is null then perform app_private.fail('API key not found.', 'AP404'); end if;
+  return jsonb_build_object('success', true, 'error', null, 'apiKey', k);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.update_account(organization_id uuid, account_id uuid, name text DEFAULT NULL::text, last_four text DEFAULT NULL::text, parent_id uuid DEFAULT NULL::uuid, clear_parent boolean DEFAULT NULL::boolean, tax_code_id uuid DEFAULT NULL::uuid, sub_type text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  a app_public.accounts;
+  t app_public.tax_codes;
+  nm text := app_private.clean_text(name);
+  st text := app_private.clean_text(sub_type);
+  four text := btrim(last_four);
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  -- A parent change takes the organization's parent lock before any row lock (the trigger takes it
+  -- too), and rows are locked "no key" so concurrent foreign-key checks on them do not wait.
+  if update_account.parent_id is not null then
+    perform pg_advisory_xact_lock(hashtext('app_public.accounts.parent_id'), hashtext(update_account.organization_id::text));
+  end if;
+  select * into a from app_public.accounts x
+   where x.organization_id = update_account.organization_id and x.id = update_account.account_id for no key update;
+  if not found then perform app_private.fail('Account not found.', 'AP404'); end if;
+  if nm is not null then
+    if nm = '' then perform app_private.fail('Name is required.'); end if;
+    if length(nm) > 200 then perform app_private.fail('Name must be at most 200 characters.'); end if;
+    a.name := nm;
+  end if;
+  if four is not null then
+    if four <> '' and four !~ '^[0-9]{4}$' then perform app_private.fail('lastFour must be exactly 4 digits.'); end if;
+    a.last_four := nullif(four, '');
+  end if;
+  if coalesce(clear_parent, false) then
+    if update_account.parent_id is not null then perform app_private.fail('Give parentId or clearParent, not both.'); end if;
+    a.parent_id := null;
+  elsif update_account.parent_id is not null then
+    if update_account.parent_id = a.id then
+      perform app_private.fail('An account cannot be placed under itself or one of its own sub-accounts.');
+    end if;
+    a.parent_id := app_private.resolve_parent(a.organization_id, update_account.parent_id, a.classification);
+  end if;
+  if update_account.tax_code_id is not null then
+    select * into t from app_public.tax_codes c where c.id = update_account.tax_code_id;
+    if not found then perform app_private.fail('Tax code not found.'); end if;
+    if t.account_type = 'total' then
+      perform app_private.fail(format('Tax code %s is a computed total and cannot be used for an account.', t.code));
+    end if;
+    if t.classification <> a.classification then
+      perform app_private.fail(format('Tax code %s is for %s accounts, not %s.', t.code, t.classification, a.classification));
+    end if;
+    a.tax_code_id := t.id;
+  end if;
+  if st is not null then
+    if length(st) > 100 then perform app_private.fail('subType must be at most 100 characters.'); end if;
+    a.sub_type := st;
+  end if;
+  begin
+    update app_public.accounts x set name = a.name, last_four = a.last_four, parent_id = a.parent_id,
+        tax_code_id = a.tax_code_id, sub_type = a.sub_type
+     where x.organization_id = a.organization_id and x.id = a.id;
+  exception when unique_violation then
+    perform app_private.fail('Account with this name already exists.');
+  end;
+  return jsonb_build_object('success', true, 'error', null, 'account', app_private.account_by_id(a.organization_id, a.id));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.update_category_rule(organization_id uuid, category_rule_id uuid, vendor_pattern text DEFAULT NULL::text, category_id uuid DEFAULT NULL::uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare r app_public.category_rules;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  select * into r from app_public.category_rules x
+   where x.organization_id = update_category_rule.organization_id and x.id = category_rule_id for no key update;
+  if not found then perform app_private.fail('Category rule not found.', 'AP404'); end if;
+  if vendor_pattern is not null then r.vendor_pattern := app_private.check_vendor_pattern(vendor_pattern); end if;
+  if category_id is not null then r.account_id := app_private.rule_account(r.organization_id, category_id); end if;
+  begin
+    update app_public.category_rules x set vendor_pattern = r.vendor_pattern, account_id = r.account_id
+     where x.organization_id = r.organization_id and x.id = r.id
+     returning * into r;
+  exception when unique_violation then
+    perform app_private.fail('A category rule with this pattern already exists.');
+  end;
+  return jsonb_build_object('success', true, 'error', null, 'categoryRule', app_private.category_rule_json(r));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.update_contact(organization_id uuid, contact_id uuid, contact_type text DEFAULT NULL::text, display_name text DEFAULT NULL::text, email text DEFAULT NULL::text, phone text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  c app_public.contacts;
+  nm text := app_private.clean_text(display_name);
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  select * into c from app_public.contacts x
+   where x.organization_id = update_contact.organization_id and x.id = update_contact.contact_id for no key update;
+  if not found then perform app_private.fail('Contact not found.', 'AP404'); end if;
+  if contact_type is not null then
+    if lower(btrim(contact_type)) not in ('vendor', 'customer') then perform app_private.fail('Contact type must be vendor or customer.'); end if;
+    c.contact_type := lower(btrim(contact_type));
+  end if;
+  if nm is not null then
+    if nm = '' then perform app_private.fail('Display name is required.'); end if;
+    if length(nm) > 200 then perform app_private.fail('Display name must be at most 200 characters.'); end if;
+    c.display_name := nm;
+  end if;
+  if email is not null then c.email := app_private.clean_email(email); end if;
+  if phone is not null then c.phone := app_private.clean_phone(phone); end if;
+  begin
+    update app_public.contacts x set contact_type = c.contact_type, display_name = c.display_name, email = c.email, phone = c.phone
+     where x.organization_id = c.organization_id and x.id = c.id;
+  exception when unique_violation then
+    perform app_private.fail('Contact with this name already exists.');
+  end;
+  return jsonb_build_object('success', true, 'error', null, 'contact', app_private.contact_by_id(c.organization_id, c.id));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.update_ledger_event(organization_id uuid, event_id uuid, transaction_date text DEFAULT NULL::text, memo text DEFAULT NULL::text, amount text DEFAULT NULL::text, event_type text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  e app_public.ledger_events;
+  v_type text;
+  v_category uuid;
+  v_amount numeric;
+  v_tax numeric;
+  v_classification text;
+  v_memo text := normalize(memo, NFC);
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  perform set_config('app.audit_action', 'update', true);
+  select * into e from app_public.ledger_events x where x.id = event_id for update;
+  if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
+  if e.status not in ('needs_review', 'pending') then
+    perform app_private.fail('Only events in needs_review or pending can be updated.');
+  end if;
+  v_type := coalesce(event_type, e.event_type);
+  if event_type is not null and event_type not in ('expense', 'income', 'transfer') then
+    perform app_private.fail('Event type must be one of: expense, income, transfer.');
+  end if;
+  v_amount := case when amount is null then e.functional_amount
+                   else app_private.parse_amount(amount, 'Amount must be a positive decimal string.') end;
+  if v_memo is not null and length(v_memo) > 5000 then perform app_private.fail('Memo must be at most 5000 characters.'); end if;
+  -- A category that no longer fits the new type is cleared (the event needs classifying again).
+  v_category := e.category_id;
+  if v_category is not null and v_type <> e.event_type then
+    select a.classification into v_classification from app_public.accounts a where a.id = v_category;
+    if not app_private.category_fits(v_type, v_classification) then v_category := null; end if;
+  end if;
+  -- A tax portion computed from a sales tax code follows the amount.
+  v_tax := e.tax_amount;
+  if e.tax_code is not null and v_amount <> e.functional_amount then
+    select round(v_amount * s.rate / (100 + s.rate), 2) into v_tax from app_public.sales_tax_codes s where s.code = e.tax_code;
+  end if;
+  if v_tax is not null and v_tax >= v_amount then
+    perform app_private.fail('Tax amount must be less than the amount.');
+  end if;
+  update app_public.ledger_events x set
+      transaction_date = case when update_ledger_event.transaction_date is null then x.transaction_date
+        else app_private.parse_date(update_ledger_event.transaction_date, 'Transaction date must be a date in YYYY-MM-DD format.') end,
+      memo = coalesce(v_memo, x.memo),
+      functional_amount = v_amount,
+      event_type = v_type,
+      -- Only a change of type recomputes the direction: an imported event's comes from the sign.
+      direction = case when update_ledger_event.event_type is null then x.direction else app_private.direction_for(v_type) end,
+      category_id = v_category,
+      tax_amount = v_tax
+    where x.id = e.id;
+  return jsonb_build_object('success', true, 'error', null, 'event', app_private.ledger_event_json_by_id(e.id));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.update_member_role(organization_id uuid, user_id uuid, role text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare
+  m app_public.memberships;
+  u app_public.users;
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  if role is null or role not in ('owner', 'admin', 'member') then
+    perform app_private.fail('Role must be one of: owner, admin, member.');
+  end if;
+  select * into m from app_public.memberships x
+   where x.organization_id = update_member_role.organization_id and x.user_id = update_member_role.user_id for update;
+  if m is null then perform app_private.fail('Member not found.', 'AP404'); end if;
+  if (m.role = 'owner' or role = 'owner') and app_private.caller_role(organization_id) <> 'owner' then
+    perform app_private.fail('Only an owner can grant, change or remove the owner role.');
+  end if;
+  update app_public.memberships x set role = update_member_role.role
+   where x.organization_id = m.organization_id and x.user_id = m.user_id
+   returning * into m;
+  set constraints app_public._100_keep_owner immediate;
+  select * into u from app_public.users where id = m.user_id;
+  return jsonb_build_object('success', true, 'error', null, 'member', app_private.membership_json(m, u));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.update_staged_entry(organization_id uuid, event_id uuid, category_id uuid DEFAULT NULL::uuid, payment_id uuid DEFAULT NULL::uuid, tax_amount text DEFAULT NULL::text, tax_account_id uuid DEFAULT NULL::uuid, tax_code text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  e app_public.ledger_events;
+  v_category uuid;
+  v_payment uuid;
+  v_tax numeric;
+  v_tax_account uuid;
+  v_tax_code text;
+  v_rate numeric;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  perform set_config('app.audit_action', 'classify', true);
+  select * into e from app_public.ledger_events x where x.id = event_id for update;
+  if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
+  if e.status in ('confirmed', 'synced', 'reconciled') then perform app_private.fail('Event is already confirmed.'); end if;
+  if e.status not in ('needs_review', 'pending') then
+    perform app_private.fail('Only events in needs_review or pending can be updated.');
+  end if;
+  v_category := coalesce(category_id, e.category_id);
+  v_payment := coalesce(payment_id, e.payment_account_id);
+  if category_id is not null then perform app_private.check_category(category_id, e.event_type); end if;
+  if payment_id is not null then perform app_private.check_payment_account(payment_id); end if;
+  if v_category = v_payment then perform app_private.fail('Category and payment account must differ.'); end if;
+
+  v_tax_code := coalesce(tax_code, e.tax_code);
+  v_tax := e.tax_amount;
+  if tax_code is not null then
+    select s.rate into v_rate from app_public.sales_tax_codes s where s.code = update_staged_entry.tax_code;
+    if v_rate is null then perform app_private.fail('Unknown tax code.'); end if;
+    v_tax := round(e.functional_amount * v_rate / (100 + v_rate), 2);
+  end if;
+  if tax_amount is not null then
+    v_tax := app_private.parse_amount(tax_amount, 'Tax amount must be a decimal string of at least 0.', true);
+    if tax_code is null then v_tax_code := null; end if; -- an explicit amount replaces a computed one
+  end if;
+  if v_tax is not null and v_tax >= e.functional_amount then
+    perform app_private.fail('Tax amount must be less than the amount.');
+  end if;
+  v_tax_account := coalesce(tax_account_id, e.tax_account_id);
+  if tax_account_id is not null then perform app_private.check_tax_account(tax_account_id); end if;
+  if coalesce(v_tax, 0) > 0 and v_tax_account is null then
+    -- The organization's sales tax account (the starter chart's GST/HST Payable).
+    select a.id into v_tax_account from app_public.accounts a
+     where a.account_type = 'tax_payable' and a.active order by a.created, a.id limit 1;
+    if v_tax_account is null then perform app_private.fail('A tax account is required for a tax amount.'); end if;
+  end if;
+  if v_tax_account is not null and v_tax_account in (v_category, v_payment) then
+    perform app_private.fail('The tax account must differ from the category and payment accounts.');
+  end if;
+
+  update app_public.ledger_events x set category_id = v_category, payment_account_id = v_payment,
+      tax_amount = v_tax, tax_account_id = v_tax_account, tax_code = v_tax_code
+    where x.id = e.id;
+  return jsonb_build_object('success', true, 'error', null, 'event', app_private.ledger_event_json_by_id(e.id));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.accounts FOR EACH ROW WHEN (((NOT (new.name IS NFC NORMALIZED)) OR (NOT (new.sub_type IS NFC NORMALIZED)))) EXECUTE FUNCTION app_private.tg__nfc('name', 'sub_type');
+
+CREATE TRIGGER _100_touch_updated BEFORE UPDATE ON app_public.accounts FOR EACH ROW EXECUTE FUNCTION app_private.tg__touch_updated();
+
+CREATE TRIGGER _200_no_cycle BEFORE UPDATE OF parent_id ON app_public.accounts FOR EACH ROW WHEN (((new.parent_id IS NOT NULL) AND (new.parent_id IS DISTINCT FROM old.parent_id))) EXECUTE FUNCTION app_private.tg_accounts__no_cycle();
+
+CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.api_keys FOR EACH ROW WHEN ((NOT (new.label IS NFC NORMALIZED))) EXECUTE FUNCTION app_private.tg__nfc('label');
+
+CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.category_rules FOR EACH ROW WHEN ((NOT (new.vendor_pattern IS NFC NORMALIZED))) EXECUTE FUNCTION app_private.tg__nfc('vendor_pattern');
+
+CREATE TRIGGER _100_touch_updated BEFORE UPDATE ON app_public.category_rules FOR EACH ROW EXECUTE FUNCTION app_private.tg__touch_updated();
+
+CREATE TRIGGER _600_classify_needs_review AFTER INSERT ON app_public.category_rules FOR EACH ROW EXECUTE FUNCTION app_private.tg_category_rules__classify();
+
+CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.contacts FOR EACH ROW WHEN (((NOT (new.display_name IS NFC NORMALIZED)) OR (NOT (new.email IS NFC NORMALIZED)))) EXECUTE FUNCTION app_private.tg__nfc('display_name', 'email');
+
+CREATE TRIGGER _100_touch_updated BEFORE UPDATE ON app_public.contacts FOR EACH ROW EXECUTE FUNCTION app_private.tg__touch_updated();
+
+CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.intake_addresses FOR EACH ROW WHEN (((NOT (new.address IS NFC NORMALIZED)) OR (NOT (new.label IS NFC NORMALIZED)))) EXECUTE FUNCTION app_private.tg__nfc('address', 'label');
+
+CREATE CONSTRAINT TRIGGER _900_balanced AFTER INSERT ON app_public.journal_entries DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION app_private.tg_journal__balanced();
+
+CREATE TRIGGER _100_immutable BEFORE UPDATE ON app_public.journal_lines FOR EACH ROW EXECUTE FUNCTION app_private.tg_journal_lines__immutable();
+
+CREATE TRIGGER _100_same_transaction BEFORE INSERT ON app_public.journal_lines FOR EACH ROW EXECUTE FUNCTION app_private.tg_journal_lines__same_transaction();
+
+CREATE TRIGGER _500_totals_delete AFTER DELETE ON app_public.journal_lines REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__totals();
+
+CREATE TRIGGER _500_totals_insert AFTER INSERT ON app_public.journal_lines REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__totals();
+
+CREATE TRIGGER _500_totals_update AFTER UPDATE ON app_public.journal_lines REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__totals();
+
+CREATE CONSTRAINT TRIGGER _900_balanced AFTER DELETE OR UPDATE ON app_public.journal_lines DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION app_private.tg_journal__balanced();
+
+CREATE TRIGGER _100_append_only BEFORE DELETE OR UPDATE ON app_public.ledger_event_audit FOR EACH ROW EXECUTE FUNCTION app_private.tg_ledger_event_audit__append_only();
+
+CREATE TRIGGER _100_no_truncate BEFORE TRUNCATE ON app_public.ledger_event_audit FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_event_audit__append_only();
+
+CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.ledger_events FOR EACH ROW WHEN (((NOT (new.merchant_name IS NFC NORMALIZED)) OR (NOT (new.memo IS NFC NORMALIZED)) OR (NOT (new.reference IS NFC NORMALIZED)))) EXECUTE FUNCTION app_private.tg__nfc('merchant_name', 'memo', 'reference');
+
+CREATE TRIGGER _100_touch_updated BEFORE UPDATE ON app_public.ledger_events FOR EACH ROW EXECUTE FUNCTION app_private.tg__touch_updated();
+
+CREATE TRIGGER _500_counts_delete AFTER DELETE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__counts();
+
+CREATE TRIGGER _500_counts_insert AFTER INSERT ON app_public.ledger_events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__counts();
+
+CREATE TRIGGER _500_counts_update AFTER UPDATE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__counts();
+
+CREATE TRIGGER _800_audit AFTER INSERT OR UPDATE ON app_public.ledger_events FOR EACH ROW EXECUTE FUNCTION app_private.tg_ledger_events__audit();
+
+CREATE TRIGGER _800_audit_delete AFTER DELETE ON app_public.ledger_events FOR EACH ROW EXECUTE FUNCTION app_private.tg_ledger_events__audit_delete();
+
+CREATE CONSTRAINT TRIGGER _100_keep_owner AFTER DELETE OR UPDATE ON app_public.memberships DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((old.role = 'owner'::text)) EXECUTE FUNCTION app_private.tg_memberships__keep_owner();
+
+CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.organizations FOR EACH ROW WHEN ((NOT (new.name IS NFC NORMALIZED))) EXECUTE FUNCTION app_private.tg__nfc('name');
+
+CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.users FOR EACH ROW WHEN (((NOT (new.email IS NFC NORMALIZED)) OR (NOT (new.name IS NFC NORMALIZED)))) EXECUTE FUNCTION app_private.tg__nfc('email', 'name');
+
+policy account_daily_totals_tenant on app_public.account_daily_totals for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy accounts_tenant on app_public.accounts for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy api_keys_tenant on app_public.api_keys for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy category_rules_tenant on app_public.category_rules for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy contacts_tenant on app_public.contacts for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy idempotency_records_tenant on app_public.idempotency_records for all to public
+  using (organization_id = app_public.current_organization_id());
+
+policy intake_addresses_tenant on app_public.intake_addresses for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy journal_entries_tenant on app_public.journal_entries for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy journal_lines_tenant on app_public.journal_lines for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy ledger_event_audit_append on app_public.ledger_event_audit for insert to public
+  with check (organization_id = app_public.current_organization_id());
+
+policy ledger_event_audit_read on app_public.ledger_event_audit for select to public
+  using (organization_id = app_public.current_organization_id());
+
+policy ledger_event_daily_counts_tenant on app_public.ledger_event_daily_counts for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy ledger_events_tenant on app_public.ledger_events for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy memberships_tenant on app_public.memberships for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy organizations_tenant on app_public.organizations for all to public
+  using (id = app_public.current_organization_id());
+
+policy rate_limit_windows_tenant on app_public.rate_limit_windows for all to public
+  using (organization_id = app_public.current_organization_id());
+
+policy users_visible on app_public.users for select to public
+  using ((id = app_public.current_user_id()) OR (id IN ( SELECT m.user_id
+   FROM app_public.memberships m
+  WHERE (m.organization_id = app_public.current_organization_id()))));
+
+default privileges of <owner> in every schema on functions: <owner>: EXECUTE
