@@ -42,13 +42,4 @@ export const AccountsPlugin = sqlOperationsPlugin("AccountsPlugin", gql`
     deactivateAccount(organizationId: UUID!, accountId: UUID!): AccountResult!
     reactivateAccount(organizationId: UUID!, accountId: UUID!): AccountResult!
   }
-`, {
-  listAccounts: { kind: "query", sqlFunction: "app_public.list_accounts",
-    args: ["organizationId", "limit", "offset", "search", "sortBy", "sortDir", "active", "classification"] },
-  createAccount: { kind: "mutation", sqlFunction: "app_public.create_account",
-    args: ["organizationId", "name", "taxCodeId", "accountType", "classification", "subType", "lastFour", "parentId"] },
-  updateAccount: { kind: "mutation", sqlFunction: "app_public.update_account",
-    args: ["organizationId", "accountId", "name", "lastFour", "parentId", "clearParent", "taxCodeId", "subType"] },
-  deactivateAccount: { kind: "mutation", sqlFunction: "app_public.deactivate_account", args: ["organizationId", "accountId"] },
-  reactivateAccount: { kind: "mutation", sqlFunction: "app_public.reactivate_account", args: ["organizationId", "accountId"] },
-});
+`);

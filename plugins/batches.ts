@@ -23,7 +23,4 @@ export const BatchesPlugin = sqlOperationsPlugin("BatchesPlugin", gql`
     "At most 500 items (more is a BAD_USER_INPUT error and nothing is created); each item succeeds or fails on its own."
     batchCreateContacts(organizationId: UUID!, items: [ContactInput!]!): BatchCreateResult!
   }
-`, {
-  batchCreateAccounts: { kind: "mutation", sqlFunction: "app_public.batch_create_accounts", args: ["organizationId", "items"], failuresAsErrors: true },
-  batchCreateContacts: { kind: "mutation", sqlFunction: "app_public.batch_create_contacts", args: ["organizationId", "items"], failuresAsErrors: true },
-});
+`);

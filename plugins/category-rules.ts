@@ -23,11 +23,4 @@ export const CategoryRulesPlugin = sqlOperationsPlugin("CategoryRulesPlugin", gq
     updateCategoryRule(organizationId: UUID!, categoryRuleId: UUID!, vendorPattern: String, categoryId: UUID): CategoryRuleResult!
     deleteCategoryRule(organizationId: UUID!, categoryRuleId: UUID!): DeleteCategoryRuleResult!
   }
-`, {
-  listCategoryRules: { kind: "query", sqlFunction: "app_public.list_category_rules",
-    args: ["organizationId", "limit", "offset", "search", "sortBy", "sortDir"] },
-  createCategoryRule: { kind: "mutation", sqlFunction: "app_public.create_category_rule", args: ["organizationId", "vendorPattern", "categoryId"] },
-  updateCategoryRule: { kind: "mutation", sqlFunction: "app_public.update_category_rule",
-    args: ["organizationId", "categoryRuleId", "vendorPattern", "categoryId"] },
-  deleteCategoryRule: { kind: "mutation", sqlFunction: "app_public.delete_category_rule", args: ["organizationId", "categoryRuleId"] },
-});
+`);

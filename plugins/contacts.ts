@@ -27,13 +27,4 @@ export const ContactsPlugin = sqlOperationsPlugin("ContactsPlugin", gql`
     deactivateContact(organizationId: UUID!, contactId: UUID!): ContactResult!
     reactivateContact(organizationId: UUID!, contactId: UUID!): ContactResult!
   }
-`, {
-  listContacts: { kind: "query", sqlFunction: "app_public.list_contacts",
-    args: ["organizationId", "limit", "offset", "search", "sortBy", "sortDir", "contactType", "active"] },
-  createContact: { kind: "mutation", sqlFunction: "app_public.create_contact",
-    args: ["organizationId", "contactType", "displayName", "email", "phone"] },
-  updateContact: { kind: "mutation", sqlFunction: "app_public.update_contact",
-    args: ["organizationId", "contactId", "contactType", "displayName", "email", "phone"] },
-  deactivateContact: { kind: "mutation", sqlFunction: "app_public.deactivate_contact", args: ["organizationId", "contactId"] },
-  reactivateContact: { kind: "mutation", sqlFunction: "app_public.reactivate_contact", args: ["organizationId", "contactId"] },
-});
+`);

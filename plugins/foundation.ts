@@ -26,13 +26,4 @@ export const FoundationPlugin = sqlOperationsPlugin("FoundationPlugin", gql`
     removeMember(organizationId: UUID!, userId: UUID!): MutationResult!
     updateMemberRole(organizationId: UUID!, userId: UUID!, role: String!): MemberResult!
   }
-`, {
-  myOrganizations: { kind: "query", sqlFunction: "app_public.my_organizations", args: [] },
-  listApiKeys: { kind: "query", sqlFunction: "app_public.list_api_keys", args: ["organizationId"] },
-  listMembers: { kind: "query", sqlFunction: "app_public.list_members", args: ["organizationId"] },
-  createApiKey: { kind: "mutation", sqlFunction: "app_public.create_api_key", args: ["organizationId", "label"] },
-  revokeApiKey: { kind: "mutation", sqlFunction: "app_public.revoke_api_key", args: ["organizationId", "apiKeyId"] },
-  addMember: { kind: "mutation", sqlFunction: "app_public.add_member", args: ["organizationId", "email", "role"] },
-  removeMember: { kind: "mutation", sqlFunction: "app_public.remove_member", args: ["organizationId", "userId"] },
-  updateMemberRole: { kind: "mutation", sqlFunction: "app_public.update_member_role", args: ["organizationId", "userId", "role"] },
-});
+`);

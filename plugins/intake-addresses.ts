@@ -18,9 +18,4 @@ export const IntakeAddressesPlugin = sqlOperationsPlugin("IntakeAddressesPlugin"
     "Deactivates the address (kept for audit); it stops receiving and may be registered again, by anyone."
     deleteIntakeAddress(organizationId: UUID!, intakeAddressId: UUID!): DeleteIntakeAddressResult!
   }
-`, {
-  listIntakeAddresses: { kind: "query", sqlFunction: "app_public.list_intake_addresses", args: ["organizationId"] },
-  createIntakeAddress: { kind: "mutation", sqlFunction: "app_public.create_intake_address",
-    args: ["organizationId", "addressType", "address", "label"] },
-  deleteIntakeAddress: { kind: "mutation", sqlFunction: "app_public.delete_intake_address", args: ["organizationId", "intakeAddressId"] },
-});
+`);

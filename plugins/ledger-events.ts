@@ -85,26 +85,4 @@ export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
     confirmLedgerEvent(organizationId: UUID!, eventId: UUID!): ConfirmLedgerEventResult!
     rejectLedgerEvent(organizationId: UUID!, eventId: UUID!): RejectLedgerEventResult!
   }
-`, {
-  listLedgerEvents: {
-    kind: "query", sqlFunction: "app_public.list_ledger_events",
-    args: ["organizationId", "status", "hasDocument", "sinceDays", "dateFrom", "dateTo", "amountMin", "amountMax",
-      "accountIds", "categoryIds", "paymentAccountIds", "search", "limit", "offset", "sortBy", "sortDir"],
-  },
-  getLedgerEvent: { kind: "query", sqlFunction: "app_public.get_ledger_event", args: ["organizationId", "eventId"] },
-  ledgerEventHistory: { kind: "query", sqlFunction: "app_public.ledger_event_history", args: ["organizationId", "eventId"] },
-  createLedgerEvent: {
-    kind: "mutation", sqlFunction: "app_public.create_ledger_event",
-    args: ["organizationId", "merchantName", "amount", "transactionDate", "eventType", "categoryId", "paymentAccountId"],
-  },
-  updateLedgerEvent: {
-    kind: "mutation", sqlFunction: "app_public.update_ledger_event",
-    args: ["organizationId", "eventId", "transactionDate", "memo", "amount", "eventType"],
-  },
-  updateStagedEntry: {
-    kind: "mutation", sqlFunction: "app_public.update_staged_entry",
-    args: ["organizationId", "eventId", "categoryId", "paymentId", "taxAmount", "taxAccountId", "taxCode"],
-  },
-  confirmLedgerEvent: { kind: "mutation", sqlFunction: "app_public.confirm_ledger_event", args: ["organizationId", "eventId"] },
-  rejectLedgerEvent: { kind: "mutation", sqlFunction: "app_public.reject_ledger_event", args: ["organizationId", "eventId"] },
-});
+`);

@@ -24,6 +24,9 @@ const ATTRIBUTE = behaviors("+select +attribute:select +orderBy +attribute:order
 const DATE_ATTRIBUTE = ATTRIBUTE.filter((b) => b !== "+attribute:havingBy");
 const isDate = (codec: { name?: string } | undefined) => codec?.name === "date" || codec?.name === "timestamptz";
 
+/** The one generated root field of the schema. */
+export const GENERAL_LEDGER_FIELD = "generalLedgerEntries";
+
 /** Pages of the general ledger connection: a request reads at most `max` lines (`first`, default `default`). */
 export const GENERAL_LEDGER_PAGE = { default: 100, max: 1000 } as const;
 
@@ -44,7 +47,7 @@ const GeneralLedgerPlugin: GraphileConfig.Plugin = {
   inflection: {
     replace: {
       allRowsConnection(previous, options, resource) {
-        return isGeneralLedger(resource.codec) ? "generalLedgerEntries" : previous!(resource);
+        return isGeneralLedger(resource.codec) ? GENERAL_LEDGER_FIELD : previous!(resource);
       },
     },
   },

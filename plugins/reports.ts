@@ -32,8 +32,4 @@ export const ReportsPlugin = sqlOperationsPlugin("ReportsPlugin", gql`
     "Every active account with its balance as of today."
     accountBalances(organizationId: UUID!): [AccountBalance!]!
   }
-`, {
-  dashboardSummary: { kind: "query", sqlFunction: "app_public.dashboard_summary", args: ["organizationId", "startDate", "endDate"] },
-  incomeStatement: { kind: "query", sqlFunction: "app_public.income_statement", args: ["organizationId", "startDate", "endDate"] },
-  accountBalances: { kind: "query", sqlFunction: "app_public.account_balances", args: ["organizationId"] },
-});
+`);

@@ -1,44 +1,66 @@
 import { loadOneWithPgClient } from "postgraphile/@dataplan/pg";
 import type { PgClient, WithPgClient } from "postgraphile/@dataplan/pg";
-import { list, sideEffect } from "postgraphile/grafast";
-import { callerFailure } from "../src/http/errors.js";
+import { list, sideEffect, type FieldInfo } from "postgraphile/grafast";
+import { Kind, getNamedType, isObjectType, type DocumentNode } from "postgraphile/graphql";
 import { extendSchema } from "postgraphile/utils";
-import type { DocumentNode } from "postgraphile/graphql";
+import { callerFailure } from "../src/db/sql-errors.js";
 
 /**
- * A contract operation implemented by one SQL function that takes the operation's arguments
- * (snake_case, by name) and returns the contract's result shape as JSON. The SQL function owns
- * the rule; this file only translates.
+ * A contract operation is one SQL function, derived from the GraphQL field and nothing else:
+ *   - the function is `app_public.<field in snake_case>`, called with the field's arguments by
+ *     name (snake_case), and returns the result type's shape as JSON;
+ *   - a field of Query reads (batched per request), a field of Mutation writes in its own
+ *     transaction;
+ *   - a mutation whose result type has `success` reports business failures as `success: false`;
+ *     one without it (the batches) reports them as GraphQL errors (BAD_USER_INPUT).
+ * The SQL function owns the rule; this file only translates. test/operation-arguments.test.ts
+ * checks every field's arguments against its function's parameter names.
  */
-export interface SqlOperation {
-  kind: "query" | "mutation";
-  /** Schema-qualified SQL function, e.g. `app_public.create_api_key`. */
-  sqlFunction: string;
-  /** GraphQL argument names, in any order; each maps to the snake_case SQL argument. */
-  args: readonly string[];
-  /**
-   * A mutation whose result type has no `success`/`error` (the batches): its business failures
-   * are GraphQL errors (BAD_USER_INPUT) instead.
-   */
-  failuresAsErrors?: boolean;
-}
 
-export type SqlOperations = Record<string, SqlOperation>;
+/**
+ * Operations served in TypeScript rather than by an SQL function of their name: only what SQL
+ * cannot do (signing URLs, testing a connection, encrypting a secret, checking an outbound
+ * address). None yet.
+ */
+export const TYPESCRIPT_OPERATIONS: ReadonlySet<string> = new Set<string>();
 
 const snake = (name: string) => name.replace(/[A-Z]/g, (c) => "_" + c.toLowerCase());
 
-/** Builds `select fn(a => $1, b => $2)`, leaving out absent arguments so SQL defaults apply. */
-export function sqlCall(op: SqlOperation, values: Record<string, unknown>): { text: string; values: unknown[] } {
+/** The SQL function of a root field. */
+export const sqlFunctionOf = (fieldName: string) => `app_public.${snake(fieldName)}`;
+/** The SQL parameter of a field argument. */
+export const sqlParameterOf = snake;
+
+interface Operation {
+  sqlFunction: string;
+  args: readonly string[];
+  failuresAsErrors: boolean;
+}
+
+function operationOf(info: FieldInfo): Operation {
+  const result = getNamedType(info.field.type);
+  return {
+    sqlFunction: sqlFunctionOf(info.fieldName),
+    args: info.field.args.map((a) => a.name),
+    failuresAsErrors: !(isObjectType(result) && "success" in result.getFields()),
+  };
+}
+
+/** `select fn(a => $1, b => $2)`, leaving out absent arguments so SQL defaults apply. */
+function sqlCall(op: Operation, values: Record<string, unknown>): { text: string; values: unknown[] } {
   const params: unknown[] = [];
   const named: string[] = [];
   for (const arg of op.args) {
     const value = values[arg];
     if (value === undefined || value === null) continue;
     params.push(typeof value === "object" ? JSON.stringify(value) : value);
-    named.push(`"${snake(arg)}" => $${params.length}`); // quoted: `limit` and `offset` are reserved words
+    named.push(`"${sqlParameterOf(arg)}" => $${params.length}`); // quoted: `limit` and `offset` are reserved words
   }
   return { text: `select ${op.sqlFunction}(${named.join(", ")}) as result`, values: params };
 }
+
+const run = async (client: PgClient, op: Operation, args: Record<string, unknown>) =>
+  (await client.query<{ result: unknown }>(sqlCall(op, args))).rows[0].result;
 
 /**
  * Runs a mutation's function in the request's transaction. A failure the caller can act on (our
@@ -46,37 +68,52 @@ export function sqlCall(op: SqlOperation, values: Record<string, unknown>): { te
  * `success: false`; a commit after a failed statement rolls the field back, so nothing is written.
  */
 async function runMutation(
-  db: { withPgClient: WithPgClient; pgSettings: Record<string, string> }, op: SqlOperation, args: Record<string, unknown>,
+  db: { withPgClient: WithPgClient; pgSettings: Record<string, string> }, op: Operation, args: Record<string, unknown>,
 ) {
   try {
-    return await db.withPgClient(db.pgSettings, async (client: PgClient) =>
-      (await client.query<{ result: unknown }>(sqlCall(op, args))).rows[0].result);
+    return await db.withPgClient(db.pgSettings, (client) => run(client, op, args));
   } catch (e) {
-    if (!op.failuresAsErrors && callerFailure(e)?.business) return { success: false, error: callerFailure(e)!.message };
+    const failure = callerFailure(e);
+    if (!op.failuresAsErrors && failure?.business) return { success: false, error: failure.message };
     throw e;
   }
 }
 
-export function sqlOperationsPlugin(name: string, typeDefs: DocumentNode, operations: SqlOperations) {
+/** The Query and Mutation fields a document adds. */
+function rootFields(typeDefs: DocumentNode): Record<"Query" | "Mutation", string[]> {
+  const fields: Record<"Query" | "Mutation", string[]> = { Query: [], Mutation: [] };
+  for (const d of typeDefs.definitions) {
+    if ((d.kind === Kind.OBJECT_TYPE_EXTENSION || d.kind === Kind.OBJECT_TYPE_DEFINITION) && (d.name.value === "Query" || d.name.value === "Mutation")) {
+      fields[d.name.value].push(...(d.fields ?? []).map((f) => f.name.value));
+    }
+  }
+  return fields;
+}
+
+/** The types and operations of one feature: every root field it adds is served by its SQL function. */
+export function sqlOperationsPlugin(name: string, typeDefs: DocumentNode) {
   return extendSchema((build) => {
     const executor = build.input.pgRegistry.pgExecutors.main;
-    const plans: Record<"Query" | "Mutation", Record<string, unknown>> = { Query: {}, Mutation: {} };
-    for (const [field, op] of Object.entries(operations)) {
-      if (op.kind === "query") {
-        plans.Query[field] = (_$root: unknown, fieldArgs: { getRaw(): any }) =>
-          loadOneWithPgClient(executor, fieldArgs.getRaw(), async (client, specs) =>
-            Promise.all(specs.map(async (args) =>
-              (await client.query<{ result: unknown }>(sqlCall(op, args as Record<string, unknown>))).rows[0].result)));
-      } else {
-        plans.Mutation[field] = (_$root: unknown, fieldArgs: { getRaw(): any }) =>
-          sideEffect(list([executor.context(), fieldArgs.getRaw()]), ([db, args]: any) => runMutation(db, op, args));
-      }
+    const fields = rootFields(typeDefs);
+    const plans = { Query: {} as Record<string, unknown>, Mutation: {} as Record<string, unknown> };
+    for (const field of fields.Query.filter((f) => !TYPESCRIPT_OPERATIONS.has(f))) {
+      plans.Query[field] = (_$root: unknown, fieldArgs: { getRaw(): any }, info: FieldInfo) => {
+        const op = operationOf(info);
+        return loadOneWithPgClient(executor, fieldArgs.getRaw(), (client, specs) =>
+          Promise.all(specs.map((args) => run(client, op, args as Record<string, unknown>))));
+      };
+    }
+    for (const field of fields.Mutation.filter((f) => !TYPESCRIPT_OPERATIONS.has(f))) {
+      plans.Mutation[field] = (_$root: unknown, fieldArgs: { getRaw(): any }, info: FieldInfo) => {
+        const op = operationOf(info);
+        return sideEffect(list([executor.context(), fieldArgs.getRaw()]), ([db, args]: any) => runMutation(db, op, args));
+      };
     }
     return {
       typeDefs,
       objects: {
-        ...(Object.keys(plans.Query).length ? { Query: { plans: plans.Query as any } } : {}),
-        ...(Object.keys(plans.Mutation).length ? { Mutation: { plans: plans.Mutation as any } } : {}),
+        ...(fields.Query.length ? { Query: { plans: plans.Query as any } } : {}),
+        ...(fields.Mutation.length ? { Mutation: { plans: plans.Mutation as any } } : {}),
       },
     };
   }, name);

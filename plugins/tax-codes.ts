@@ -15,8 +15,4 @@ export const TaxCodesPlugin = sqlOperationsPlugin("TaxCodesPlugin", gql`
     "Every sales tax code (federal first, then by province), for updateStagedEntry(taxCode:)."
     listSalesTaxCodes(organizationId: UUID!): [SalesTaxCode!]!
   }
-`, {
-  listTaxCodes: { kind: "query", sqlFunction: "app_public.list_tax_codes",
-    args: ["organizationId", "search", "limit", "offset", "classification", "accountType"] },
-  listSalesTaxCodes: { kind: "query", sqlFunction: "app_public.list_sales_tax_codes", args: ["organizationId"] },
-});
+`);

@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConnectionShare } from "../src/http/connection-share.js";
-import { RequestTimeout, TIMEOUT_MESSAGE } from "../src/http/errors.js";
+import { RequestTimeout, TIMEOUT_MESSAGE } from "../src/db/sql-errors.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 
 /**

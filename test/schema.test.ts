@@ -3,6 +3,7 @@ import { postgraphile } from "postgraphile";
 import { getNamedType, isObjectType, printSchema, type GraphQLNamedType, type GraphQLSchema } from "postgraphile/graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makePreset } from "../plugins/preset.js";
+import { GENERAL_LEDGER_FIELD } from "../plugins/reporting.js";
 import { ConnectionShare } from "../src/http/connection-share.js";
 import { startHarness, type Harness } from "./helpers/harness.js";
 
@@ -39,7 +40,7 @@ function reachable(start: GraphQLNamedType, seen = new Set<string>()): Set<strin
   return seen;
 }
 
-const GENERATED_ROOT = "generalLedgerEntries";
+const GENERATED_ROOT = GENERAL_LEDGER_FIELD;
 
 describe("printed schema", () => {
   it("has exactly one generated root field: the general ledger connection", () => {

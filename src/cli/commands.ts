@@ -1,6 +1,7 @@
 import jwt from "jsonwebtoken";
 import type pg from "pg";
 import type { Config } from "../config.js";
+import { callerFailure } from "../db/sql-errors.js";
 
 /** A failure the operator caused: printed as one clear line, exit code 1, nothing written. */
 export class CliError extends Error {}
@@ -27,13 +28,13 @@ export function required(ctx: CommandContext, name: string): string {
   return value;
 }
 
-/** Runs SQL and turns our SQL errors (SQLSTATE class AP/AU) into operator errors. */
+/** Runs SQL and turns failures that are the operator's to fix (our SQL's messages) into operator errors. */
 export async function sql<T extends pg.QueryResultRow>(db: pg.Client, text: string, values: unknown[] = []): Promise<T[]> {
   try {
     return (await db.query<T>(text, values)).rows;
   } catch (e) {
-    const code = (e as { code?: string }).code ?? "";
-    if (code.startsWith("AP") || code.startsWith("AU")) throw new CliError((e as Error).message);
+    const failure = callerFailure(e);
+    if (failure) throw new CliError(failure.message);
     throw e;
   }
 }

@@ -1,5 +1,5 @@
 import type { PgClient, WithPgClient } from "postgraphile/@dataplan/pg";
-import { RequestTimeout } from "./errors.js";
+import { RequestTimeout } from "../db/sql-errors.js";
 import type { Identity } from "./authenticate.js";
 
 interface Slots {
