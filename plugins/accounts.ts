@@ -1,7 +1,7 @@
 import { gql } from "postgraphile/utils";
 import { sqlOperationsPlugin } from "./sql-operations.js";
 
-/** The chart of accounts (contract: Account; decisions §7). Batch creation is in batches.ts. */
+/** The chart of accounts (contract: Account; decisions §7), created one by one or in batches. */
 export const AccountsPlugin = sqlOperationsPlugin("AccountsPlugin", gql`
   """
   An account of the chart. currentBalance is a number from posted journal lines (debit-normal for
@@ -24,7 +24,14 @@ export const AccountsPlugin = sqlOperationsPlugin("AccountsPlugin", gql`
     listAccounts(organizationId: UUID!, limit: Int, offset: Int, search: String, sortBy: String, sortDir: String,
       active: Boolean, classification: String): AccountPage!
   }
+  """
+  Contract AccountInput. Extra, optional: taxCodeId (a GIFI code of the same classification) and lastFour.
+  """
+  input AccountInput { name: String! accountType: String! classification: String! subType: String parentId: UUID taxCodeId: UUID lastFour: String }
+
   extend type Mutation {
+    "At most 500 items (more is a BAD_USER_INPUT error and nothing is created); each item succeeds or fails on its own."
+    batchCreateAccounts(organizationId: UUID!, items: [AccountInput!]!): BatchCreateResult!
     """
     Creates an account from taxCodeId (type and classification follow from the GIFI code), or from
     accountType + classification (with taxCodeId too, the code is linked and must have that classification).

@@ -1,7 +1,7 @@
 import { gql } from "postgraphile/utils";
 import { sqlOperationsPlugin } from "./sql-operations.js";
 
-/** Vendors and customers (contract: Contact; decisions §7). Batch creation is in batches.ts. */
+/** Vendors and customers (contract: Contact; decisions §7), created one by one or in batches. */
 export const ContactsPlugin = sqlOperationsPlugin("ContactsPlugin", gql`
   "A vendor or customer. email and phone are \\"\\" when absent; balance is a number."
   type Contact {
@@ -19,7 +19,11 @@ export const ContactsPlugin = sqlOperationsPlugin("ContactsPlugin", gql`
     listContacts(organizationId: UUID!, limit: Int, offset: Int, search: String, sortBy: String, sortDir: String,
       contactType: String, active: Boolean): ContactPage!
   }
+  input ContactInput { contactType: String! displayName: String! email: String phone: String }
+
   extend type Mutation {
+    "At most 500 items (more is a BAD_USER_INPUT error and nothing is created); each item succeeds or fails on its own."
+    batchCreateContacts(organizationId: UUID!, items: [ContactInput!]!): BatchCreateResult!
     "contactType is vendor or customer; displayName is unique per type, case-insensitively."
     createContact(organizationId: UUID!, contactType: String!, displayName: String!, email: String, phone: String): ContactResult!
     "Absent arguments leave the field as it is; email or phone \\"\\" removes it."

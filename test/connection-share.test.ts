@@ -1,13 +1,12 @@
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConnectionShare } from "../src/http/connection-share.js";
+import { ConnectionShare } from "../src/graphql/connection-share.js";
 import { RequestTimeout, TIMEOUT_MESSAGE } from "../src/db/sql-errors.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 
 /**
  * No request can hold the service: a time budget per request (STATEMENT_TIMEOUT_MS), one
- * connection at a time per request, and a fair share of the pool per organization. Issue 7,
- * defect 2. A table lock taken by the owner stands in for a heavy query: it holds API statements
+ * connection at a time per request, and a fair share of the pool per organization. A table lock taken by the owner stands in for a heavy query: it holds API statements
  * for as long as the test wants, and pg_stat_activity shows how many connections wait on it.
  */
 let h: Harness;

@@ -8,7 +8,7 @@ import { postGraphql, startServerProcess, type ServerProcess } from "./helpers/s
 
 /**
  * `npm start` with its embedded PostgreSQL, as an operator meets it: a crash and a restart, a
- * stop while a request is in flight, a database that cannot start. Issue 7, defects 3 and 4.
+ * stop while a request is in flight, a database that cannot start.
  */
 const dirs: string[] = [];
 const servers: ServerProcess[] = [];

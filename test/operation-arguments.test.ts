@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { GENERAL_LEDGER_FIELD } from "../plugins/reporting.js";
+import { GENERAL_LEDGER_FIELD } from "../plugins/general-ledger.js";
 import { sqlFunctionOf, sqlParameterOf, TYPESCRIPT_OPERATIONS } from "../plugins/sql-operations.js";
 import { startHarness, type Harness } from "./helpers/harness.js";
 

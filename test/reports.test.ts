@@ -1,7 +1,7 @@
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
-import { GENERAL_LEDGER_PAGE } from "../plugins/reporting.js";
+import { GENERAL_LEDGER_PAGE } from "../plugins/general-ledger.js";
 import { accountsOf, addAccount, bookEvent, call, createEvent, REJECT, type Accounts } from "./ledger-fixtures.js";
 
 /**

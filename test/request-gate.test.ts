@@ -4,10 +4,7 @@ import { NUL_MESSAGE, QUERY_LIMITS, SURROGATE_MESSAGE } from "../src/http/graphq
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { postGraphql, startServerProcess, type ServerProcess } from "./helpers/server-process.js";
 
-/**
- * The request gate: what is refused before anything runs, and how fast. Issue 7, defects 1, 5,
- * 8 and 9.
- */
+/** The request gate: what is refused before anything runs, and how fast. */
 let h: Harness;
 let t: Tenant;
 beforeAll(async () => {

@@ -5,7 +5,7 @@ import { OWN_SCHEMAS, schemaSnapshot } from "../src/db/schema-snapshot.js";
 import { startHarness, type Harness } from "./helpers/harness.js";
 
 /**
- * One home for every rule (issue 8): each function, trigger, view and policy is defined in exactly
+ * One home for every rule: each function, trigger, view and policy is defined in exactly
  * one fixture file under migrations/fixtures; data/schema.sql is what the migrations produce; and
  * a fixture edited but never included in a migration shows as a difference.
  */

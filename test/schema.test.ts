@@ -2,14 +2,14 @@ import { writeFileSync } from "node:fs";
 import { postgraphile } from "postgraphile";
 import { getNamedType, isObjectType, printSchema, type GraphQLNamedType, type GraphQLSchema } from "postgraphile/graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makePreset } from "../plugins/preset.js";
-import { GENERAL_LEDGER_FIELD } from "../plugins/reporting.js";
-import { ConnectionShare } from "../src/http/connection-share.js";
+import { makePreset } from "../src/graphql/preset.js";
+import { GENERAL_LEDGER_FIELD } from "../plugins/general-ledger.js";
+import { ConnectionShare } from "../src/graphql/connection-share.js";
 import { startHarness, type Harness } from "./helpers/harness.js";
 
 /**
  * The printed schema holds the contract's custom operations and, generated, only the read-only
- * general ledger connection of @graphile/pg-aggregates (issue 4 §8): no CRUD, no Node interface,
+ * general ledger connection of @graphile/pg-aggregates: no CRUD, no Node interface,
  * no other table, view or function by accident.
  */
 let h: Harness;

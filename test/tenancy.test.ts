@@ -24,7 +24,7 @@ beforeAll(async () => {
       { "Idempotency-Key": "tenancy" });
     await h.gql("mutation($o: UUID!) { createApiKey(organizationId: $o, label: \"y\") { success } }", { o: t.organizationId }, t.apiKey,
       { "Idempotency-Key": "tenancy" });
-    // Master data (issue 3): the starter chart gives accounts; one contact, rule and intake address each.
+    // Master data: the starter chart gives accounts; one contact, rule and intake address each.
     const accounts = (await h.gql("query($o: UUID!) { listAccounts(organizationId: $o, limit: 200) { items { id name } } }", { o: t.organizationId }, t.apiKey)).body.data.listAccounts.items;
     const fees = accounts.find((x: { name: string }) => x.name === "Bank Fees & Charges").id;
     for (const [query, variables] of [
@@ -35,7 +35,7 @@ beforeAll(async () => {
       const res = await h.gql(query, { o: t.organizationId, ...variables }, t.apiKey);
       expect(Object.values(res.body.data)[0]).toMatchObject({ success: true });
     }
-    // Ledger (issue 4): one confirmed event gives rows in events, entries, lines, daily totals, counts and the audit trail.
+    // Ledger: one confirmed event gives rows in events, entries, lines, daily totals, counts and the audit trail.
     const chequing = accounts.find((x: { name: string }) => x.name === "Chequing").id;
     const created = await h.gql(`mutation($o: UUID!, $c: UUID!, $p: UUID!) { createLedgerEvent(organizationId: $o, merchantName: "Bank", amount: "5.00",
       transactionDate: "2026-01-02", categoryId: $c, paymentAccountId: $p) { eventId } }`, { o: t.organizationId, c: fees, p: chequing }, t.apiKey);

@@ -3,7 +3,7 @@ import express, { type NextFunction, type Request, type Response } from "express
 import { postgraphile } from "postgraphile";
 import { grafserv } from "postgraphile/grafserv/express/v4";
 import type pg from "pg";
-import { makePreset } from "../../plugins/preset.js";
+import { makePreset } from "../graphql/preset.js";
 import type { Config } from "../config.js";
 import { logger } from "../logger.js";
 import { migrationsCurrent } from "../db/migrate.js";
@@ -14,7 +14,7 @@ import { graphqlGate } from "./graphql-gate.js";
 import { idempotency } from "./idempotency.js";
 import { requestContext } from "./request-context.js";
 import { accessLog } from "./access-log.js";
-import { ConnectionShare } from "./connection-share.js";
+import { ConnectionShare } from "../graphql/connection-share.js";
 
 export interface Pools {
   /** The owner: health checks only here. */

@@ -1,17 +1,26 @@
 import { PostGraphileAmberPreset } from "postgraphile/presets/amber";
 import { makePgService } from "postgraphile/adaptors/pg";
 import type pg from "pg";
-import { FoundationPlugin } from "./foundation.js";
-import { LedgerEventsPlugin } from "./ledger-events.js";
-import { ReportsPlugin } from "./reports.js";
-import { ReportingPreset, reportingSchemas } from "./reporting.js";
-import { MasterDataPlugins } from "./master-data.js";
-import { maskError } from "../src/http/errors.js";
-import { pgSettingsFor, type Identity } from "../src/http/authenticate.js";
-import { requestWithPgClient, tenantOf, type ConnectionShare } from "../src/http/connection-share.js";
+import { AccountsPlugin } from "../../plugins/accounts.js";
+import { ApiKeysPlugin } from "../../plugins/api-keys.js";
+import { BatchResultsPlugin } from "../../plugins/batch-results.js";
+import { CategoryRulesPlugin } from "../../plugins/category-rules.js";
+import { ContactsPlugin } from "../../plugins/contacts.js";
+import { GENERAL_LEDGER_SCHEMAS, GeneralLedgerPreset } from "../../plugins/general-ledger.js";
+import { IntakeAddressesPlugin } from "../../plugins/intake-addresses.js";
+import { LedgerEventsPlugin } from "../../plugins/ledger-events.js";
+import { OrganizationsPlugin } from "../../plugins/organizations.js";
+import { ReportsPlugin } from "../../plugins/reports.js";
+import { TaxCodesPlugin } from "../../plugins/tax-codes.js";
+import { maskError } from "../http/errors.js";
+import { pgSettingsFor, type Identity } from "../http/authenticate.js";
+import { requestWithPgClient, tenantOf, type ConnectionShare } from "./connection-share.js";
 
 /** The operations of the contract and nothing else: every generated type and field is off. */
-export const schemaPlugins = [FoundationPlugin, ...MasterDataPlugins, LedgerEventsPlugin, ReportsPlugin];
+export const schemaPlugins = [
+  OrganizationsPlugin, ApiKeysPlugin, TaxCodesPlugin, AccountsPlugin, BatchResultsPlugin, ContactsPlugin,
+  CategoryRulesPlugin, IntakeAddressesPlugin, LedgerEventsPlugin, ReportsPlugin,
+];
 
 export interface PresetOptions {
   graphiql: boolean;
@@ -21,7 +30,7 @@ export interface PresetOptions {
 
 export function makePreset(authPool: pg.Pool, opts: PresetOptions): GraphileConfig.Preset {
   return {
-    extends: [PostGraphileAmberPreset, ReportingPreset],
+    extends: [PostGraphileAmberPreset, GeneralLedgerPreset],
     plugins: schemaPlugins,
     disablePlugins: [
       "NodePlugin", "AddNodeInterfaceToSuitableTypesPlugin", "RegisterQueryNodePlugin", "NodeAccessorPlugin",
@@ -29,7 +38,7 @@ export function makePreset(authPool: pg.Pool, opts: PresetOptions): GraphileConf
       "QueryQueryPlugin", "PgCustomTypeFieldPlugin",
     ],
     schema: { defaultBehavior: "-*" },
-    pgServices: [makePgService({ pool: authPool, schemas: ["app_public", ...reportingSchemas] })],
+    pgServices: [makePgService({ pool: authPool, schemas: ["app_public", ...GENERAL_LEDGER_SCHEMAS] })],
     grafast: {
       explain: false,
       context(requestContext, args) {

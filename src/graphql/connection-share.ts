@@ -1,6 +1,6 @@
 import type { PgClient, WithPgClient } from "postgraphile/@dataplan/pg";
 import { RequestTimeout } from "../db/sql-errors.js";
-import type { Identity } from "./authenticate.js";
+import type { Identity } from "../http/authenticate.js";
 
 interface Slots {
   active: number;

@@ -2,7 +2,7 @@ import { PgAggregatesPreset } from "@graphile/pg-aggregates";
 import { lambda, SafeError } from "postgraphile/grafast";
 
 /**
- * Read-only GraphQL access to the general ledger with @graphile/pg-aggregates (issue 4 §8).
+ * Read-only GraphQL access to the general ledger with @graphile/pg-aggregates.
  *
  * The schema stays custom-only (`defaultBehavior: "-*"`): the one generated connection is the
  * view `reporting.general_ledger` (GraphQL name `GeneralLedgerEntry` from its `@name` smart tag),
@@ -92,10 +92,10 @@ const GeneralLedgerPlugin: GraphileConfig.Plugin = {
   },
 };
 
-export const ReportingPreset: GraphileConfig.Preset = {
+export const GeneralLedgerPreset: GraphileConfig.Preset = {
   extends: [PgAggregatesPreset],
   plugins: [GeneralLedgerPlugin],
 };
 
 /** Schemas PostGraphile introspects besides app_public (only the general ledger view becomes a field). */
-export const reportingSchemas = ["reporting"];
+export const GENERAL_LEDGER_SCHEMAS = ["reporting"];
