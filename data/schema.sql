@@ -1100,6 +1100,20 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.organization_by_name(name text)
+ RETURNS app_public.organizations
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare o app_public.organizations;
+begin
+  select * into o from app_public.organizations x where lower(x.name) = lower(app_private.clean_text(organization_by_name.name));
+  if not found then perform app_private.fail(format('No organization named "%s".', btrim(organization_by_name.name)), 'AP404'); end if;
+  return o;
+end $function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.page_offset(off integer)
  RETURNS integer
  LANGUAGE plpgsql
@@ -1275,6 +1289,20 @@ begin
     perform app_private.fail(format('A sub-account must have the classification of its parent (%s).', p.classification));
   end if;
   return p.id;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.revoke_api_key(org uuid, key_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare k jsonb;
+begin
+  update app_public.api_keys a set revoked_at = coalesce(a.revoked_at, now())
+    where a.id = key_id and a.organization_id = org
+    returning app_private.api_key_json(a.id, a.label, a.prefix, a.created, a.last_used_at, a.revoked_at) into k;
+  if k is null then perform app_private.fail('API key not found.', 'AP404'); end if;
+  return k;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -1618,6 +1646,20 @@ begin
   return null;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.user_by_email(email text)
+ RETURNS app_public.users
+ LANGUAGE plpgsql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare u app_public.users;
+begin
+  select * into u from app_public.users x where lower(x.email) = lower(app_private.clean_text(user_by_email.email));
+  if not found then perform app_private.fail(format('No user with email "%s".', btrim(user_by_email.email)), 'AP404'); end if;
+  return u;
+end $function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.uuid_list(ids jsonb, field text)
  RETURNS uuid[]
@@ -2509,14 +2551,9 @@ CREATE OR REPLACE FUNCTION app_public.revoke_api_key(organization_id uuid, api_k
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
-declare k jsonb;
 begin
   perform app_private.assert_org_access(organization_id, true);
-  update app_public.api_keys a set revoked_at = coalesce(a.revoked_at, now())
-    where a.id = api_key_id and a.organization_id = revoke_api_key.organization_id
-    returning app_private.api_key_json(a.id, a.label, a.prefix, a.created, a.last_used_at, a.revoked_at) into k;
-  if k is null then perform app_private.fail('API key not found.', 'AP404'); end if;
-  return jsonb_build_object('success', true, 'error', null, 'apiKey', k);
+  return jsonb_build_object('success', true, 'error', null, 'apiKey', app_private.revoke_api_key(organization_id, api_key_id));
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 

@@ -1,9 +1,12 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import { logger } from "./logger.js";
 
-/** Everything the service reads from the environment, with safe local defaults (decisions §1). */
+/**
+ * Everything the service reads from the environment, with safe local defaults (decisions §1).
+ * This file is the only one that reads process.env; the README's configuration table lists each
+ * variable.
+ */
 export interface Config {
   port: number;
   host: string;
@@ -14,13 +17,18 @@ export interface Config {
   authenticatorPassword: string;
   jwtSecret: string;
   jwtPublicKey: string | undefined;
+  /** Signs RS256 tokens in the CLI's issue_jwt when jwtPublicKey is set. */
+  jwtPrivateKey: string | undefined;
   rateLimitPerHour: number;
-  storageDir: string;
-  publicUrl: string;
+  /** Local secrets and the embedded database. */
   dataDir: string;
+  embeddedPostgresPort: number;
   worker: boolean;
+  workerConcurrency: number;
   graphiql: boolean;
   bodyLimit: string;
+  /** Trust X-Forwarded-For from a proxy in front (for the client address in logs). */
+  trustProxy: boolean;
   /** Connections of the API's pool (the authenticator's). */
   apiPoolSize: number;
   /**
@@ -28,20 +36,19 @@ export interface Config {
    * each statement's limit on the API's connections. The worker and the CLI keep their own.
    */
   statementTimeoutMs: number;
+  /** What the operator should know about this configuration (the server logs them at start). */
+  notices: string[];
 }
 
-const dataDir = path.resolve(process.env.DATA_DIR ?? ".data");
-
-/** A secret from the environment, else one generated once and kept under the data folder. */
-export function localSecret(name: string, envValue: string | undefined, warn: string | null): string {
-  if (envValue) return envValue;
-  const file = path.join(dataDir, name);
-  if (existsSync(file)) return readFileSync(file, "utf8").trim();
-  mkdirSync(dataDir, { recursive: true });
+/** A secret from the environment, else one generated once and kept in `dir`. */
+export function localSecret(dir: string, name: string, envValue?: string): { value: string; generatedIn?: string } {
+  if (envValue) return { value: envValue };
+  const file = path.join(dir, name);
+  if (existsSync(file)) return { value: readFileSync(file, "utf8").trim() };
+  mkdirSync(dir, { recursive: true });
   const value = randomBytes(32).toString("hex");
   writeFileSync(file, value + "\n", { mode: 0o600 });
-  if (warn) logger.warn({ file }, warn);
-  return value;
+  return { value, generatedIn: file };
 }
 
 function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
@@ -52,25 +59,37 @@ function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min
   return n;
 }
 
+/** The pino level: LOG_LEVEL, else silent under tests and info otherwise. */
+export function logLevel(env: NodeJS.ProcessEnv = process.env): string {
+  return env.LOG_LEVEL ?? (env.NODE_ENV === "test" ? "silent" : "info");
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const port = wholeNumber(env, "PORT", 5678, 0); // 0: any free port
+  const dataDir = path.resolve(env.DATA_DIR ?? ".data");
+  const notices: string[] = [];
+  const jwtSecret = localSecret(dataDir, "jwt-secret", env.JWT_SECRET);
+  if (jwtSecret.generatedIn) {
+    notices.push(`JWT_SECRET is not set: using a generated secret kept in ${jwtSecret.generatedIn}. Set JWT_SECRET in production.`);
+  }
   return {
-    port,
+    port: wholeNumber(env, "PORT", 5678, 0), // 0: any free port
     host: env.HOST ?? "127.0.0.1",
     databaseUrl: env.DATABASE_URL || undefined,
     authDatabaseUrl: env.AUTH_DATABASE_URL || undefined,
-    authenticatorPassword: localSecret("authenticator-password", env.AUTHENTICATOR_PASSWORD, null),
-    jwtSecret: localSecret("jwt-secret", env.JWT_SECRET,
-      "JWT_SECRET is not set: using a generated secret kept in the data folder. Set JWT_SECRET in production."),
+    authenticatorPassword: localSecret(dataDir, "authenticator-password", env.AUTHENTICATOR_PASSWORD).value,
+    jwtSecret: jwtSecret.value,
     jwtPublicKey: env.JWT_PUBLIC_KEY || undefined,
+    jwtPrivateKey: env.JWT_PRIVATE_KEY || undefined,
     rateLimitPerHour: wholeNumber(env, "RATE_LIMIT_PER_HOUR", 5000),
-    storageDir: path.resolve(env.STORAGE_DIR ?? path.join(dataDir, "objects")),
-    publicUrl: (env.PUBLIC_URL ?? `http://localhost:${port}`).replace(/\/$/, ""),
     dataDir,
+    embeddedPostgresPort: wholeNumber(env, "EMBEDDED_PG_PORT", 54329),
     worker: env.WORKER !== "off",
+    workerConcurrency: wholeNumber(env, "WORKER_CONCURRENCY", 2),
     graphiql: env.GRAPHIQL !== "off",
     bodyLimit: env.BODY_LIMIT ?? "1mb",
+    trustProxy: env.TRUST_PROXY === "1",
     apiPoolSize: wholeNumber(env, "API_POOL_SIZE", 20, 2),
     statementTimeoutMs: wholeNumber(env, "STATEMENT_TIMEOUT_MS", 5000, 100),
+    notices,
   };
 }

@@ -1,4 +1,5 @@
 import { pino } from "pino";
+import { logLevel } from "./config.js";
 
 /**
  * Structured JSON logs on stdout. Authorization headers, API keys, JWTs and request bodies are
@@ -7,7 +8,7 @@ import { pino } from "pino";
  */
 const destination = pino.destination({ dest: 1, sync: false });
 export const logger = pino({
-  level: process.env.LOG_LEVEL ?? (process.env.NODE_ENV === "test" ? "silent" : "info"),
+  level: logLevel(),
   redact: ["req.headers.authorization", "headers.authorization", "authorization", "secret", "apiKey", "token"],
 }, destination);
 

@@ -28,10 +28,11 @@ function fatal(err: unknown): never {
 }
 
 const config = loadConfig();
+for (const notice of config.notices) logger.warn(notice);
 let stopDatabase: (() => Promise<void>) | undefined;
 let databaseUrl = config.databaseUrl;
 if (!databaseUrl) {
-  const embedded = await startEmbeddedPostgres(config.dataDir);
+  const embedded = await startEmbeddedPostgres(config.dataDir, config.embeddedPostgresPort);
   databaseUrl = embedded.url;
   stopDatabase = embedded.stop;
 }
@@ -42,7 +43,7 @@ if (!config.authDatabaseUrl) await ensureAuthenticatorLogin(owner, config.authen
 const auth = makeApiPool(config.authDatabaseUrl ?? authenticatorUrl(databaseUrl, config.authenticatorPassword), config);
 
 const handle = await makeApp(config, { owner, auth });
-const worker: Runner | undefined = config.worker ? await startWorker(owner) : undefined;
+const worker: Runner | undefined = config.worker ? await startWorker(owner, config.workerConcurrency) : undefined;
 await new Promise<void>((resolve) => handle.server.listen(config.port, config.host, resolve));
 const { port } = handle.server.address() as import("node:net").AddressInfo;
 phase = "serving";

@@ -101,7 +101,7 @@ it("random sequences of operations keep the books consistent", async () => {
       }
       await checkInvariants(t);
     }
-  }), { numRuns: 40 });
+  }), { numRuns: 40, seed: 20_261_122 });
   // The runs did post and void entries (the property is not vacuous).
   const { rows: [r] } = await h.owner.query("select count(*) filter (where voided_at is null)::int live, count(*) filter (where voided_at is not null)::int voided from app_public.journal_entries");
   expect(r.live).toBeGreaterThan(5);

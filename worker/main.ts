@@ -10,7 +10,7 @@ if (!config.databaseUrl) {
   process.exit(1);
 }
 const pool = makePool(config.databaseUrl, 4);
-const runner = await startWorker(pool, Number(process.env.WORKER_CONCURRENCY ?? 2));
+const runner = await startWorker(pool, config.workerConcurrency);
 logger.info("worker started");
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   process.once(signal, async () => {

@@ -40,9 +40,7 @@ export async function sql<T extends pg.QueryResultRow>(db: pg.Client, text: stri
 }
 
 export async function organizationByName(db: pg.Client, name: string): Promise<{ id: string; name: string }> {
-  const rows = await sql<{ id: string; name: string }>(db, "select id, name from app_public.organizations where lower(name) = lower($1)", [name.trim()]);
-  if (!rows[0]) throw new CliError(`No organization named "${name}".`);
-  return rows[0];
+  return (await sql<{ id: string; name: string }>(db, "select id, name from app_private.organization_by_name($1)", [name]))[0];
 }
 
 const string = { type: "string" } as const;
@@ -97,11 +95,9 @@ export const commands: Record<string, Command> = {
       const org = await organizationByName(ctx.db, required(ctx, "org-name"));
       const keyId = required(ctx, "key-id");
       if (!/^[0-9a-f-]{36}$/i.test(keyId)) throw new CliError("--key-id must be an API key id (UUID).");
-      const rows = await sql<{ id: string; revoked_at: Date }>(ctx.db,
-        "update app_public.api_keys set revoked_at = coalesce(revoked_at, now()) where id = $1 and organization_id = $2 returning id, revoked_at",
-        [keyId, org.id]);
-      if (!rows[0]) throw new CliError(`No API key ${keyId} in "${org.name}".`);
-      return { result: { id: rows[0].id, revokedAt: rows[0].revoked_at.toISOString() }, text: `Revoked API key ${rows[0].id}.` };
+      const [{ key }] = await sql<{ key: { id: string; revokedAt: string } }>(ctx.db,
+        "select app_private.revoke_api_key($1, $2) as key", [org.id, keyId]);
+      return { result: { id: key.id, revokedAt: key.revokedAt }, text: `Revoked API key ${key.id}.` };
     },
   },
   issue_jwt: {
@@ -109,17 +105,16 @@ export const commands: Record<string, Command> = {
     options: { email: string, "expires-in": string },
     async run(ctx) {
       const email = required(ctx, "email");
-      const rows = await sql<{ id: string }>(ctx.db, "select id from app_public.users where lower(email) = lower($1)", [email.trim()]);
-      if (!rows[0]) throw new CliError(`No user with email "${email}".`);
+      const [user] = await sql<{ id: string }>(ctx.db, "select id from app_private.user_by_email($1)", [email]);
       const expiresIn = (ctx.args.values["expires-in"] as string | undefined) ?? "1h";
       if (!/^\d+[smhd]?$/.test(expiresIn)) throw new CliError("--expires-in must look like 90s, 30m, 1h or 7d.");
-      const privateKey = process.env.JWT_PRIVATE_KEY;
+      const privateKey = ctx.config.jwtPrivateKey;
       if (ctx.config.jwtPublicKey && !privateKey) throw new CliError("JWT_PUBLIC_KEY is set: JWT_PRIVATE_KEY is needed to sign RS256 tokens.");
-      const token = jwt.sign({ sub: rows[0].id }, privateKey ?? ctx.config.jwtSecret, {
+      const token = jwt.sign({ sub: user.id }, privateKey ?? ctx.config.jwtSecret, {
         algorithm: privateKey ? "RS256" : "HS256",
         expiresIn: (/^\d+$/.test(expiresIn) ? Number(expiresIn) : expiresIn) as jwt.SignOptions["expiresIn"],
       });
-      return { result: { userId: rows[0].id, token, expiresIn }, text: token };
+      return { result: { userId: user.id, token, expiresIn }, text: token };
     },
   },
 };

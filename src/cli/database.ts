@@ -1,8 +1,6 @@
-import { existsSync } from "node:fs";
-import path from "node:path";
 import pg from "pg";
 import type { Config } from "../config.js";
-import { startEmbeddedPostgres } from "../db/embedded.js";
+import { embeddedDatabaseUrl, startEmbeddedPostgres } from "../db/embedded.js";
 import { runMigrations } from "../db/migrate.js";
 import { canConnect } from "../db/pools.js";
 
@@ -14,15 +12,11 @@ export async function openOwnerDatabase(config: Config): Promise<{ client: pg.Cl
   let url = config.databaseUrl;
   let stop: (() => Promise<void>) | undefined;
   if (!url) {
-    const passwordFile = path.join(config.dataDir, "postgres-password");
-    const port = Number(process.env.EMBEDDED_PG_PORT ?? 54329);
-    const candidate = existsSync(passwordFile)
-      ? `postgres://postgres:${encodeURIComponent((await import("node:fs")).readFileSync(passwordFile, "utf8").trim())}@127.0.0.1:${port}/accounting`
-      : undefined;
-    if (candidate && (await canConnect(candidate))) {
-      url = candidate;
+    const running = embeddedDatabaseUrl(config.dataDir, config.embeddedPostgresPort);
+    if (running && (await canConnect(running))) {
+      url = running;
     } else {
-      const embedded = await startEmbeddedPostgres(config.dataDir);
+      const embedded = await startEmbeddedPostgres(config.dataDir, config.embeddedPostgresPort);
       url = embedded.url;
       stop = embedded.stop;
     }

@@ -9,10 +9,9 @@ import { logger } from "../logger.js";
  * under <dataDir>/postgres and is kept between runs. Returns the owner's connection string and
  * a stop function; the caller decides when the database stops (after requests in flight).
  */
-export async function startEmbeddedPostgres(dataDir: string): Promise<{ url: string; stop: () => Promise<void> }> {
+export async function startEmbeddedPostgres(dataDir: string, port: number): Promise<{ url: string; stop: () => Promise<void> }> {
   const databaseDir = path.join(dataDir, "postgres");
-  const port = Number(process.env.EMBEDDED_PG_PORT ?? 54329);
-  const password = localSecret("postgres-password", undefined, null);
+  const password = localSecret(dataDir, "postgres-password").value;
   await recoverLeftoverPostmaster(databaseDir);
   const EmbeddedPostgres = await importWithoutSignalHooks();
   const recent: string[] = [];
@@ -44,10 +43,15 @@ export async function startEmbeddedPostgres(dataDir: string): Promise<{ url: str
   }
   if (fresh) await pg.createDatabase("accounting");
   logger.info({ port, databaseDir, fresh }, "embedded PostgreSQL started");
-  return {
-    url: `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/accounting`,
-    stop: () => pg.stop(),
-  };
+  return { url: embeddedDatabaseUrl(dataDir, port)!, stop: () => pg.stop() };
+}
+
+/** The owner's URL of the embedded database kept in `dataDir`, or undefined when it was never made. */
+export function embeddedDatabaseUrl(dataDir: string, port: number): string | undefined {
+  const passwordFile = path.join(dataDir, "postgres-password");
+  if (!existsSync(passwordFile)) return undefined;
+  const password = readFileSync(passwordFile, "utf8").trim();
+  return `postgres://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/accounting`;
 }
 
 /**

@@ -33,7 +33,7 @@ export interface AppHandle {
 export async function makeApp(config: Config, pools: Pools): Promise<AppHandle> {
   const app = express();
   app.disable("x-powered-by");
-  app.set("trust proxy", process.env.TRUST_PROXY === "1");
+  app.set("trust proxy", config.trustProxy);
   const server = createServer(app);
   const share = ConnectionShare.forPool(pools.auth.options.max ?? config.apiPoolSize);
   const pgl = postgraphile(makePreset(pools.auth, { graphiql: config.graphiql, share, statementTimeoutMs: config.statementTimeoutMs }));

@@ -11,7 +11,9 @@ export type Identity =
   | { kind: "apiKey"; apiKeyId: string; organizationId: string }
   | { kind: "user"; userId: string; organizationId?: string };
 
-const API_KEY_SHAPE = /^acct_[0-9A-Za-z]{40}$/;
+/** An API key secret as app_private.new_api_key_secret draws it: `acct_` and 40 base62 characters. */
+export const API_KEY_SECRET = /acct_[0-9A-Za-z]{40}/;
+const API_KEY_SHAPE = new RegExp(`^${API_KEY_SECRET.source}$`);
 const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export const apiKeyDigest = (secret: string) => createHash("sha256").update(secret, "utf8").digest("hex");

@@ -2,11 +2,12 @@ import { createHash } from "node:crypto";
 import type { NextFunction, Request, Response } from "express";
 import type pg from "pg";
 import { errorBody } from "./errors.js";
-import { identityOf } from "./authenticate.js";
+import { API_KEY_SECRET, identityOf } from "./authenticate.js";
 import { logger } from "../logger.js";
 
 /** A secret is shown once: a replayed createApiKey response carries null where the secret was (whatever the field's alias). */
-const redactSecrets = (body: string) => body.replace(/"acct_[0-9A-Za-z]{40}"/g, "null");
+const SECRET_IN_JSON = new RegExp(`"${API_KEY_SECRET.source}"`, "g");
+const redactSecrets = (body: string) => body.replace(SECRET_IN_JSON, "null");
 
 /**
  * `Idempotency-Key` on mutations, as Stripe does: the first request with a key (per credential,

