@@ -1259,6 +1259,17 @@ CREATE OR REPLACE FUNCTION app_private.receipt_count(org uuid, period daterange)
 AS $function$ select 0 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.release_idempotency_key(credential text, idem_key text)
+ RETURNS void
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+  delete from app_public.idempotency_records x
+   where x.credential = release_idempotency_key.credential and x.idempotency_key = idem_key and x.response_status is null
+$function$
+-- grants: <owner>: EXECUTE; accounting_authenticator: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.report_period(start_date text, end_date text, default_start date)
  RETURNS daterange
  LANGUAGE plpgsql

@@ -1,5 +1,9 @@
 import { PgAggregatesPreset } from "@graphile/pg-aggregates";
 import { lambda, SafeError } from "postgraphile/grafast";
+import { GraphQLError, valueFromASTUntyped, type ValueNode } from "postgraphile/graphql";
+
+type Maybe<T> = T | null | undefined;
+type ObjMap<T> = Record<string, T>;
 
 /**
  * Read-only GraphQL access to the general ledger with @graphile/pg-aggregates.
@@ -19,10 +23,31 @@ const isGeneralLedger = (codec: { extensions?: any }) =>
 const CODEC = behaviors("+table +select +connection +totalCount +order +orderBy +filterBy");
 const RESOURCE = behaviors("+select +resource:select +connection +resource:connection +query:resource:connection -query:resource:list -list +order +orderBy +filterBy +totalCount +resource:aggregates +resource:groupedAggregates +resource:groupedAggregates:having");
 const ATTRIBUTE = behaviors("+select +attribute:select +orderBy +attribute:orderBy +condition +attribute:condition +filterBy +attribute:filterBy +attribute:groupBy +attribute:havingBy +attribute:aggregate +attribute:aggregate:orderBy +attribute:aggregate:filterBy");
-// pg-aggregates offers `having` filters of every aggregate on date columns, though PostgreSQL has
-// no sum or average of a date and a count is no date: such a filter could only fail. Dates group.
-const DATE_ATTRIBUTE = ATTRIBUTE.filter((b) => b !== "+attribute:havingBy");
-const isDate = (codec: { name?: string } | undefined) => codec?.name === "date" || codec?.name === "timestamptz";
+/**
+ * What each column may do beyond being read and filtered. Groups only on columns of few values
+ * (accounts, dates, kinds): grouping by a line's id, amount or text would return every line, past
+ * the page limit. No `having` on dates: pg-aggregates offers filters of every aggregate there,
+ * though PostgreSQL has no sum or average of a date and a count is no date.
+ */
+const GROUPABLE = new Set(["account_id", "account_name", "account_type", "classification", "txn_date", "month", "event_type", "event_status"]);
+const attributeBehaviors = (name: string, codec: { name?: string } | undefined) => ATTRIBUTE.filter((b) =>
+  (b !== "+attribute:groupBy" || GROUPABLE.has(name)) && (b !== "+attribute:havingBy" || !(codec?.name === "date" || codec?.name === "timestamptz")));
+
+/**
+ * Numbers of the generated filters reach PostgreSQL as text; anything but a plain decimal is
+ * refused as GraphQL refuses a bad Int, before any SQL (PostgreSQL's own refusal would be a
+ * data exception indistinguishable from a fault of ours).
+ */
+const NUMBER_SCALARS: Record<string, { shape: RegExp; message: string }> = {
+  BigFloat: { shape: /^[+-]?(\d{1,30}(\.\d{0,30})?|\.\d{1,30})$/, message: 'BigFloat must be a decimal number such as "12.34".' },
+  BigInt: { shape: /^[+-]?\d{1,18}$/, message: 'BigInt must be a whole number such as "42".' },
+};
+const checkedNumber = (name: string) => (value: unknown) => {
+  const { shape, message } = NUMBER_SCALARS[name];
+  if (typeof value !== "string" && typeof value !== "number") throw new GraphQLError(message);
+  if (!shape.test(String(value))) throw new GraphQLError(message);
+  return value;
+};
 
 /** The one generated root field of the schema. */
 export const GENERAL_LEDGER_FIELD = "generalLedgerEntries";
@@ -53,6 +78,16 @@ const GeneralLedgerPlugin: GraphileConfig.Plugin = {
   },
   schema: {
     hooks: {
+      GraphQLScalarType(config) {
+        if (!(config.name in NUMBER_SCALARS)) return config;
+        const check = checkedNumber(config.name);
+        return {
+          ...config,
+          parseValue: (value: unknown) => (config.parseValue ? config.parseValue(check(value)) : check(value)),
+          parseLiteral: (ast: ValueNode, variables?: Maybe<ObjMap<unknown>>) =>
+            check(config.parseLiteral ? config.parseLiteral(ast, variables) : valueFromASTUntyped(ast, variables)),
+        };
+      },
       // Bounded pages: without them one request could read every line of the books into memory;
       // and a negative `first` or `offset` is the caller's mistake, said as such.
       GraphQLObjectType_fields_field_args: {
@@ -84,7 +119,7 @@ const GeneralLedgerPlugin: GraphileConfig.Plugin = {
           provides: ["generalLedger"],
           callback: (behavior, [codec, name]) => {
             if (!isGeneralLedger(codec)) return behavior;
-            return [behavior, ...(isDate((codec as any).attributes?.[name]?.codec) ? DATE_ATTRIBUTE : ATTRIBUTE)];
+            return [behavior, ...attributeBehaviors(name, (codec as any).attributes?.[name]?.codec)];
           },
         },
       },

@@ -1,3 +1,4 @@
+import { inspect } from "node:util";
 import type { Runner } from "graphile-worker";
 import { loadConfig } from "./config.js";
 import { startEmbeddedPostgres } from "./db/embedded.js";
@@ -21,7 +22,7 @@ function fatal(err: unknown): never {
   const e = err as { message?: unknown; code?: unknown } | null | undefined;
   const described = err instanceof Error
     ? { message: err.message, code: e!.code }
-    : { message: typeof err === "object" && err !== null ? JSON.stringify(err) : String(err) };
+    : { message: inspect(err, { depth: 3, breakLength: Infinity }) };
   logger.fatal({ err: described }, phase === "starting" ? "cannot start" : `fatal error while ${phase}`);
   flushLogs();
   process.exit(1);

@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConnectionShare } from "../src/graphql/connection-share.js";
+import { ConnectionShare, requestWithPgClient, tenantsOf } from "../src/graphql/connection-share.js";
 import { RequestTimeout, TIMEOUT_MESSAGE } from "../src/db/sql-errors.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 
@@ -80,6 +80,23 @@ describe("a request that takes too long", () => {
     expect(rows[0].n).toBe(0);
   });
 
+  it("is not replayed for the same Idempotency-Key: the retry runs", async () => {
+    const unlock = await lockLedger();
+    try {
+      const res = await h.gql(CREATE, { o: a.organizationId }, a.apiKey, { "Idempotency-Key": "retry-after-timeout" });
+      expect(dataOf(res, "createLedgerEvent")).toMatchObject({ success: false, error: TIMEOUT_MESSAGE });
+    } finally {
+      await unlock();
+    }
+    await new Promise((r) => setTimeout(r, 100)); // the claim is released after the response
+    const retry = await h.gql(CREATE, { o: a.organizationId }, a.apiKey, { "Idempotency-Key": "retry-after-timeout" });
+    expect(retry.headers["idempotent-replayed"]).toBeUndefined();
+    expect(dataOf(retry, "createLedgerEvent")).toMatchObject({ success: true });
+    const replay = await h.gql(CREATE, { o: a.organizationId }, a.apiKey, { "Idempotency-Key": "retry-after-timeout" });
+    expect(replay.headers["idempotent-replayed"]).toBe("true");
+    await h.owner.query("delete from app_public.ledger_events where merchant_name = 'Blocked'");
+  });
+
   it("is one budget for the whole request: twenty aliases wait on one connection, not twenty, and not twenty times", async () => {
     const aliases = Array.from({ length: 20 }, (_, i) => `l${i}: listLedgerEvents(organizationId: $o) { totalCount }`).join(" ");
     const unlock = await lockLedger();
@@ -104,14 +121,16 @@ describe("a request that takes too long", () => {
 });
 
 describe("a fair share of the pool per organization", () => {
-  it("holds one organization to a quarter of the pool, API keys and JWT sessions together, while another is served at once", async () => {
+  it("holds one organization to a quarter of the pool, API keys and JWT sessions (with or without X-Organization-Id) together, while another is served at once", async () => {
     const share = Math.max(2, Math.floor(h.config.apiPoolSize / 4));
     const unlock = await lockLedger();
     let heavy: Promise<unknown>;
     try {
       const requests = [
         ...Array.from({ length: 6 }, () => h.gql(LIST, { o: a.organizationId }, a.apiKey)),
-        ...Array.from({ length: 6 }, () => h.gql(LIST, { o: a.organizationId }, a.ownerJwt, { "X-Organization-Id": a.organizationId })),
+        ...Array.from({ length: 3 }, () => h.gql(LIST, { o: a.organizationId }, a.ownerJwt, { "X-Organization-Id": a.organizationId })),
+        // Without the header: the organization the operation names is still the share it draws on.
+        ...Array.from({ length: 3 }, () => h.gql(LIST, { o: a.organizationId }, a.ownerJwt)),
       ];
       heavy = Promise.all(requests);
       await new Promise((r) => setTimeout(r, 300));
@@ -128,6 +147,29 @@ describe("a fair share of the pool per organization", () => {
     // The ones that waited their turn within the budget are answered once the lock is gone.
     const answers = (await heavy) as { body: { data: unknown; errors?: unknown } }[];
     expect(answers.every((r) => r.body.errors === undefined)).toBe(true);
+  });
+});
+
+describe("requestWithPgClient", () => {
+  it("gives a transaction what is left of the budget once it holds a connection, the pool's wait included", async () => {
+    const share = new ConnectionShare(2);
+    // Stands in for the adaptor: waits 300 ms for a pool connection, then reads the settings.
+    const adaptor = (async (settings: Record<string, string>, callback: (c: unknown) => unknown) => {
+      await new Promise((r) => setTimeout(r, 300));
+      return callback(Number(settings.statement_timeout));
+    }) as any;
+    const withPgClient = requestWithPgClient(adaptor, share, ["t"], 1000);
+    const timeout = (await withPgClient({ role: "x" }, (ms) => ms)) as unknown as number;
+    expect(timeout).toBeLessThanOrEqual(700);
+    expect(timeout).toBeGreaterThan(400);
+  });
+
+  it("draws a JWT session on its user's share and on the share of the organization its operation names", () => {
+    const user = { kind: "user", userId: "u1" } as const;
+    expect(tenantsOf(user, "org-1")).toEqual(["user:u1", "org-1"]);
+    expect(tenantsOf({ ...user, organizationId: "org-2" }, undefined)).toEqual(["user:u1", "org-2"]);
+    expect(tenantsOf(user, undefined)).toEqual(["user:u1"]);
+    expect(tenantsOf({ kind: "apiKey", apiKeyId: "k", organizationId: "org-3" }, "org-9")).toEqual(["org-3"]);
   });
 });
 

@@ -2,7 +2,9 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync as mkdtemp, readFileSync,
 import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
+import { spawn } from "node:child_process";
 import pg from "pg";
+import { recoverLeftoverPostmaster } from "../src/db/embedded.js";
 import { afterAll, describe, expect, it } from "vitest";
 import { postGraphql, startServerProcess, type ServerProcess } from "./helpers/server-process.js";
 
@@ -120,6 +122,23 @@ describe("npm start with the embedded PostgreSQL", () => {
     expect(await server.exited).toBe(0);
     expect(server.logs()).toContain('"msg":"stopped"');
     expect(postmasterPid(dataDir)).toBeUndefined();
+  });
+
+  it("never stops a process that is not the postmaster of its folder: a reused pid makes the pid file stale", async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), "accounting-stale-"));
+    dirs.push(dataDir);
+    mkdirSync(path.join(dataDir, "postgres"), { mode: 0o700 });
+    // Looks like a postgres process, but is no postmaster of this folder.
+    const other = spawn("sleep", ["30"], { argv0: "postgres: checkpointer" });
+    try {
+      writeFileSync(path.join(dataDir, "postgres", "postmaster.pid"), `${other.pid}\n${path.join(dataDir, "postgres")}\n`);
+      await recoverLeftoverPostmaster(path.join(dataDir, "postgres"));
+      expect(existsSync(path.join(dataDir, "postgres", "postmaster.pid"))).toBe(false);
+      expect(other.exitCode).toBeNull();
+      expect(other.signalCode).toBeNull();
+    } finally {
+      other.kill();
+    }
   });
 
   it("says why when the database cannot start, and exits 1", async () => {

@@ -183,6 +183,16 @@ describe("every error body is JSON with a code", () => {
     expect(res.body).toEqual({ errors: [{ message: `variables are nested too deeply: more than ${QUERY_LIMITS.maxVariableDepth} levels.`, extensions: { code: "BAD_USER_INPUT" } }] });
   });
 
+  it("variables holding more values than any input needs are 400, before the server coerces them", async () => {
+    const many = JSON.stringify({
+      query: `query($o: UUID!, $x: [UUID!]) { listLedgerEvents(organizationId: $o, accountIds: $x) { totalCount } }`,
+      variables: { o: t.organizationId, x: Array.from({ length: QUERY_LIMITS.maxVariableValues + 1 }, () => t.organizationId) },
+    });
+    const res = await request(h.handle.app).post("/graphql").set("Content-Type", "application/json").set("Authorization", t.apiKey).send(many);
+    expect(res.status).toBe(400);
+    expect(res.body.errors[0]).toEqual({ message: "variables hold too many values: more than 20,000.", extensions: { code: "BAD_USER_INPUT" } });
+  });
+
   it("an unknown path is a JSON 404", async () => {
     const res = await request(h.handle.app).get("/nope");
     expect(res.status).toBe(404);

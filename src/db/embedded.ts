@@ -75,27 +75,33 @@ async function importWithoutSignalHooks() {
 /**
  * A start after a crash (`kill -9` of the server) finds the database it started still running,
  * orphaned, and holding the data folder. Such a postmaster is stopped (fast shutdown: sessions
- * ended, a clean checkpoint, nothing lost that was committed) so that this start owns it. One
- * whose parent is still a live Node process belongs to a server that is running: that is refused.
- * A pid file naming no live postgres is stale and removed.
+ * ended, a clean checkpoint, nothing lost that was committed) so that this start owns it. It is
+ * ours only if the pid file names this folder and the process is a postmaster started on it
+ * (`postgres -D <folder>`): a pid reused by anything else, another cluster included, leaves the
+ * file stale, and it is removed. One whose parent is a live Node process belongs to a server that
+ * is running (this one included): that is refused.
  */
-async function recoverLeftoverPostmaster(databaseDir: string): Promise<void> {
+export async function recoverLeftoverPostmaster(databaseDir: string): Promise<void> {
   const pidFile = path.join(databaseDir, "postmaster.pid");
   if (!existsSync(pidFile)) return;
-  const pid = Number(readFileSync(pidFile, "utf8").split("\n")[0]);
-  if (!Number.isInteger(pid) || pid <= 0 || !commandOf(pid).includes("postgres")) {
+  const [pidLine, dirLine] = readFileSync(pidFile, "utf8").split("\n");
+  const pid = Number(pidLine);
+  const command = Number.isInteger(pid) && pid > 0 ? commandOf(pid) : "";
+  const ours = path.resolve(dirLine ?? "") === path.resolve(databaseDir)
+    && /(^|\/)postgres /.test(command) && command.includes(` -D ${path.resolve(databaseDir)} `);
+  if (!ours) {
     logger.warn({ pidFile }, "removing a stale postmaster.pid left by a crash");
     rmSync(pidFile, { force: true });
     return;
   }
   const parent = parentOf(pid);
-  if (parent !== undefined && parent !== process.pid && commandOf(parent).includes("node")) {
+  if (parent !== undefined && commandOf(parent).includes("node")) {
     throw new Error(`The embedded PostgreSQL in ${databaseDir} is in use by a running server (process ${parent}). `
       + "Stop that server first, or give this one another DATA_DIR.");
   }
-  logger.warn({ pid, databaseDir }, "stopping the embedded PostgreSQL an earlier start left running");
+  logger.warn({ postmaster: pid, databaseDir }, "stopping the embedded PostgreSQL an earlier start left running");
   process.kill(pid, "SIGINT");
-  for (let waited = 0; commandOf(pid).includes("postgres"); waited += 100) {
+  for (let waited = 0; commandOf(pid) === command; waited += 100) {
     if (waited >= 60_000) throw new Error(`The PostgreSQL left running in ${databaseDir} (process ${pid}) did not stop within 60 s.`);
     await sleep(100);
   }

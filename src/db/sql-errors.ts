@@ -43,12 +43,6 @@ export function callerFailure(e: unknown): { message: string; code: ErrorCode; b
   if (err?.code === "57014" || err?.message === "timeout exceeded when trying to connect") {
     return { message: TIMEOUT_MESSAGE, code: "BAD_USER_INPUT", business: true };
   }
-  // Class 22, data exception: a value PostgreSQL cannot take for its type. Our own functions
-  // check their arguments first; what reaches this is a literal of a generated filter (the general
-  // ledger's `having`), which PostgreSQL parses itself. Its own words say what was wrong.
-  if (typeof err?.code === "string" && err.code.startsWith("22")) {
-    return { message: `Invalid value: ${String(err.message)}.`, code: "BAD_USER_INPUT", business: false };
-  }
   // Grafast's SafeError is by its definition a message meant for the caller.
   if (e instanceof Error && isSafeError(e)) return { message: e.message, code: "BAD_USER_INPUT", business: true };
   return undefined;

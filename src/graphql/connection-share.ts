@@ -1,5 +1,5 @@
 import type { PgClient, WithPgClient } from "postgraphile/@dataplan/pg";
-import { RequestTimeout } from "../db/sql-errors.js";
+import { callerFailure, RequestTimeout, TIMEOUT_MESSAGE } from "../db/sql-errors.js";
 import type { Identity } from "../http/authenticate.js";
 
 interface Slots {
@@ -67,38 +67,57 @@ export class ConnectionShare {
   }
 }
 
-/** Whose share a request draws on. */
-export function tenantOf(identity: Identity): string {
+/**
+ * Whose shares a request draws on. An API key: its organization's. A JWT session: its user's, and
+ * the organization's its operation names (its `organizationId` arguments, when they name one),
+ * else the one its X-Organization-Id header names. So every member working on an organization
+ * draws on that organization's one share, and naming an organization one does not belong to
+ * (refused in SQL) still costs one's own share first.
+ */
+export function tenantsOf(identity: Identity, operationOrganization: string | undefined): string[] {
   switch (identity.kind) {
     case "apiKey":
-      return identity.organizationId;
-    case "user":
-      return identity.organizationId ?? `user:${identity.userId}`;
+      return [identity.organizationId];
+    case "user": {
+      const organization = operationOrganization ?? identity.organizationId;
+      return organization ? [`user:${identity.userId}`, organization] : [`user:${identity.userId}`];
+    }
     default:
-      return "anonymous";
+      return ["anonymous"];
   }
 }
 
 /**
  * The database access of one request: one connection at a time (GraphQL would otherwise run
  * each root field on a connection of its own), within the tenant's share, and within one budget
- * of `budgetMs` for the whole request: each transaction gets what is left of it as its
- * statement_timeout, so no request holds a connection longer than that in all.
+ * of `budgetMs` for the whole request, waits for a connection included: each transaction gets
+ * what is left of it as its statement_timeout, so no request holds a connection longer than that
+ * in all. `onTimeout` is told when the budget ran out (a timed-out mutation must not be replayed).
  */
 export function requestWithPgClient<C extends PgClient>(
-  withPgClient: WithPgClient<C>, share: ConnectionShare, tenant: string, budgetMs: number,
+  withPgClient: WithPgClient<C>, share: ConnectionShare, tenants: string[], budgetMs: number, onTimeout: () => void = () => {},
 ): WithPgClient<C> {
   const deadline = Date.now() + budgetMs;
   let tail: Promise<unknown> = Promise.resolve();
   return <T>(pgSettings: Record<string, string | undefined> | null, callback: (client: C) => T | Promise<T>) => {
     const run = async (): Promise<T> => {
-      const release = await share.acquire(tenant, deadline);
+      // Always in the order given (a user's share before an organization's): no two requests
+      // can each hold what the other waits for.
+      const releases: (() => void)[] = [];
       try {
-        const remaining = deadline - Date.now();
-        if (remaining <= 0) throw new RequestTimeout();
-        return await withPgClient({ ...pgSettings, statement_timeout: String(remaining) }, callback);
+        for (const tenant of tenants) releases.push(await share.acquire(tenant, deadline));
+        if (deadline <= Date.now()) throw new RequestTimeout();
+        // The adaptor reads the settings once it holds a connection, so a getter gives the time
+        // left after the wait for the pool too; 1 ms when none is left, which fails at once.
+        const settings = Object.defineProperty({ ...pgSettings }, "statement_timeout", {
+          enumerable: true, get: () => String(Math.max(1, deadline - Date.now())),
+        });
+        return await withPgClient(settings, callback);
+      } catch (e) {
+        if (callerFailure(e)?.message === TIMEOUT_MESSAGE) onTimeout();
+        throw e;
       } finally {
-        release();
+        for (const release of releases) release();
       }
     };
     const result = tail.then(run, run);

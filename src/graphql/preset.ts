@@ -14,7 +14,7 @@ import { ReportsPlugin } from "../../plugins/reports.js";
 import { TaxCodesPlugin } from "../../plugins/tax-codes.js";
 import { maskError } from "../http/errors.js";
 import { pgSettingsFor, type Identity } from "../http/authenticate.js";
-import { requestWithPgClient, tenantOf, type ConnectionShare } from "./connection-share.js";
+import { requestWithPgClient, tenantsOf, type ConnectionShare } from "./connection-share.js";
 
 /** The operations of the contract and nothing else: every generated type and field is off. */
 export const schemaPlugins = [
@@ -50,7 +50,8 @@ export function makePreset(authPool: pg.Pool, opts: PresetOptions): GraphileConf
         const { withPgClient } = args.contextValue as Grafast.Context;
         return {
           pgSettings: pgSettingsFor(identity),
-          withPgClient: requestWithPgClient(withPgClient, opts.share, tenantOf(identity), opts.statementTimeoutMs),
+          withPgClient: requestWithPgClient(withPgClient, opts.share, tenantsOf(identity, res?.locals?.operationOrganization),
+            opts.statementTimeoutMs, () => { if (res) res.locals.timedOut = true; }),
         };
       },
     },

@@ -12,7 +12,14 @@ import { identityOf } from "./authenticate.js";
  * fields only (introspection nesting is bounded by GraphQL's own MaxIntrospectionDepthRule);
  * every selected field counts towards `maxFields`.
  */
-export const QUERY_LIMITS = { maxDepth: 10, maxFields: 500, maxRootFields: 20, maxTokens: 10_000, maxVariableDepth: 32 } as const;
+export const QUERY_LIMITS = {
+  maxDepth: 10, maxFields: 500, maxRootFields: 20, maxTokens: 10_000,
+  // Coercing variables costs the server time outside any database budget: bounded like the text.
+  maxVariableDepth: 32, maxVariableValues: 20_000,
+} as const;
+
+/** Texts up to this size are remembered (checked once); longer ones are checked every time. */
+const CACHED_QUERY_BYTES = 16_384;
 
 export const NUL_MESSAGE = "Text must not contain the NUL character (\\u0000).";
 export const SURROGATE_MESSAGE = "Text must be valid Unicode: it holds an unpaired surrogate.";
@@ -34,8 +41,8 @@ interface Checked {
  * within QUERY_LIMITS.maxTokens (else HTTP 400), `variables` an object, and no NUL character or
  * unpaired surrogate in any string; a query within QUERY_LIMITS and valid against the schema (else HTTP 200 with
  * errors); and credentials for any data field (else `Authentication Required.`, nothing run).
- * It records the operation type for the idempotency layer. Results are cached per query text, so
- * grafserv's own parse and validate of the same text costs nothing new.
+ * It records the operation type for the idempotency layer. Results are kept per query text (for
+ * texts of common size, so that anonymous callers cannot fill the memory with them).
  */
 export function graphqlGate(getSchema: () => GraphQLSchema) {
   const cache = new Map<string, Checked>();
@@ -43,8 +50,10 @@ export function graphqlGate(getSchema: () => GraphQLSchema) {
     let checked = cache.get(query);
     if (checked) return checked;
     checked = checkDocument(query, getSchema());
-    if (cache.size >= 1000) cache.delete(cache.keys().next().value!);
-    cache.set(query, checked);
+    if (query.length <= CACHED_QUERY_BYTES) {
+      if (cache.size >= 1000) cache.delete(cache.keys().next().value!);
+      cache.set(query, checked);
+    }
     return checked;
   };
 
@@ -75,6 +84,9 @@ export function graphqlGate(getSchema: () => GraphQLSchema) {
     if (problem === "deep") {
       return res.status(400).json(errorBody(`variables are nested too deeply: more than ${QUERY_LIMITS.maxVariableDepth} levels.`, "BAD_USER_INPUT"));
     }
+    if (problem === "many") {
+      return res.status(400).json(errorBody(`variables hold too many values: more than ${QUERY_LIMITS.maxVariableValues.toLocaleString("en-US")}.`, "BAD_USER_INPUT"));
+    }
     if (problem) return res.json(errorBody(problem === "nul" ? NUL_MESSAGE : SURROGATE_MESSAGE, "BAD_USER_INPUT"));
     const operation = getOperationAST(checked.document!, operationName ?? undefined);
     // Every data operation refuses an anonymous caller in SQL too; refusing here spends no
@@ -83,8 +95,37 @@ export function graphqlGate(getSchema: () => GraphQLSchema) {
       return res.json({ data: null, ...errorBody("Authentication Required.", "UNAUTHENTICATED") });
     }
     res.locals.operationType = operation?.operation;
+    res.locals.operationOrganization = operation && organizationNamed(operation, checked.document!, variables as Record<string, unknown> | undefined);
     next();
   };
+}
+
+/**
+ * The organization an operation works on, when its root fields name exactly one in their
+ * `organizationId` arguments: whose share of the database the request draws on. Access is still
+ * checked in SQL, field by field; this only decides whose queue a request waits in.
+ */
+function organizationNamed(operation: OperationDefinitionNode, document: DocumentNode, variables: Record<string, unknown> | undefined): string | undefined {
+  const named = new Set<unknown>();
+  const seen = new Set<string>();
+  const visitSet = (set: SelectionSetNode) => {
+    for (const s of set.selections) {
+      if (s.kind === Kind.FIELD) {
+        const arg = s.arguments?.find((a) => a.name.value === "organizationId");
+        if (arg?.value.kind === Kind.STRING) named.add(arg.value.value);
+        else if (arg?.value.kind === Kind.VARIABLE) named.add(variables?.[arg.value.name.value]);
+      } else if (s.kind === Kind.INLINE_FRAGMENT) {
+        visitSet(s.selectionSet);
+      } else if (!seen.has(s.name.value)) {
+        seen.add(s.name.value);
+        const fragment = document.definitions.find((d) => d.kind === Kind.FRAGMENT_DEFINITION && d.name.value === s.name.value);
+        if (fragment?.kind === Kind.FRAGMENT_DEFINITION) visitSet(fragment.selectionSet);
+      }
+    }
+  };
+  visitSet(operation.selectionSet);
+  const [only] = named;
+  return named.size === 1 && typeof only === "string" ? only : undefined;
 }
 
 /** Parse, literals, limits, then validation: each step only runs on what the one before let through. */
@@ -93,7 +134,9 @@ function checkDocument(query: string, schema: GraphQLSchema): Checked {
   try {
     document = parse(query, { maxTokens: QUERY_LIMITS.maxTokens });
   } catch (e) {
-    // graphql-js words the token limit "more that N tokens"; say it plainly.
+    // graphql-js words the token limit "more that N tokens", and its recursive parser overflows the
+    // stack on deep nesting (within the token limit); say both plainly.
+    if (e instanceof RangeError) return { syntaxError: "Syntax Error: the query is nested too deeply." };
     const tooLong = /contains more th\w+ \d+ tokens/.test((e as Error).message);
     return { syntaxError: tooLong ? `Syntax Error: the query has more than ${QUERY_LIMITS.maxTokens} tokens.` : (e as Error).message };
   }
@@ -111,9 +154,10 @@ function checkDocument(query: string, schema: GraphQLSchema): Checked {
  * deeper than any input type of the schema needs. Iterative: JSON.parse accepts nesting deep
  * enough to overflow the stack of a recursive walk (and of JSON.stringify later on).
  */
-function variablesProblem(variables: unknown): "nul" | "surrogate" | "deep" | undefined {
+function variablesProblem(variables: unknown): "nul" | "surrogate" | "deep" | "many" | undefined {
   const stack: [unknown, number][] = [[variables, 0]];
-  while (stack.length) {
+  for (let values = 0; stack.length; values++) {
+    if (values > QUERY_LIMITS.maxVariableValues) return "many";
     const [value, depth] = stack.pop()!;
     if (typeof value === "string") {
       const problem = textProblem(value);

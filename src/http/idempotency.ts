@@ -44,9 +44,13 @@ export function idempotency(authPool: pg.Pool) {
     } catch (err) {
       return next(err);
     }
-    captureResponse(res, (status, body) =>
-      authPool.query("select app_private.save_idempotent_response($1, $2, $3, $4)", [credential, key, status, redactSecrets(body)])
-        .catch((err) => logger.error({ err: err.message, requestId: res.locals.requestId }, "could not store idempotent response")));
+    captureResponse(res, (status, body) => {
+      // A request that ran out of time wrote nothing: a retry with this key must run, not replay.
+      const settle = res.locals.timedOut
+        ? authPool.query("select app_private.release_idempotency_key($1, $2)", [credential, key])
+        : authPool.query("select app_private.save_idempotent_response($1, $2, $3, $4)", [credential, key, status, redactSecrets(body)]);
+      settle.catch((err) => logger.error({ err: err.message, requestId: res.locals.requestId }, "could not store idempotent response"));
+    });
     next();
   };
 }
