@@ -38,9 +38,10 @@ interface Checked {
 
 /**
  * Admits one GraphQL request: a JSON object body (no batched arrays) with a `query` that parses
- * within QUERY_LIMITS.maxTokens (else HTTP 400), `variables` an object, and no NUL character or
- * unpaired surrogate in any string; a query within QUERY_LIMITS and valid against the schema (else HTTP 200 with
- * errors); and credentials for any data field (else `Authentication Required.`, nothing run).
+ * within QUERY_LIMITS.maxTokens and `variables` an object within its limits (else HTTP 400); a
+ * query within QUERY_LIMITS, valid against the schema, with no NUL character or unpaired
+ * surrogate in any string (else HTTP 200 with errors); and credentials for any data field (else
+ * `Authentication Required.`, nothing run).
  * It records the operation type for the idempotency layer. Results are kept per query text (for
  * texts of common size, so that anonymous callers cannot fill the memory with them).
  */
