@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { inspect } from "node:util";
 import type { Runner } from "graphile-worker";
 import { loadConfig } from "./config.js";
@@ -79,7 +80,37 @@ async function shutdown(signal: string) {
 }
 process.once("SIGTERM", () => void shutdown("SIGTERM"));
 process.once("SIGINT", () => void shutdown("SIGINT"));
-// `npm start` runs this under a launcher (tsx); when the launcher is killed outright, nothing
-// would ever stop this server or its database. Its parent changing means exactly that.
-const launcher = process.ppid;
-setInterval(() => { if (process.ppid !== launcher) void shutdown("launcher gone"); }, 1000).unref();
+// `npm start` runs this under launchers (npm, then tsx). When one is killed outright, nothing would
+// ever stop this server or its database, and the next `npm start` would find both still holding
+// the port and the data folder: this server stops itself instead.
+const launchers = launchersOf(process.ppid);
+setInterval(() => {
+  if (launchers.some((l) => startTimeOf(l.pid) !== l.startTime)) void shutdown("launcher gone");
+}, 1000).unref();
+
+/** The chain of npm and tsx processes above this one, each with its start time (Linux /proc). */
+function launchersOf(pid: number): { pid: number; startTime: string }[] {
+  const chain: { pid: number; startTime: string }[] = [];
+  for (let p = pid; p > 1; ) {
+    const command = readProc(`/proc/${p}/cmdline`).replace(/\0/g, " ");
+    if (!/\b(npm|tsx)\b/.test(command)) break;
+    chain.push({ pid: p, startTime: startTimeOf(p) });
+    p = Number(statFields(p)[1]);
+  }
+  return chain;
+}
+/** Fields of /proc/<pid>/stat after the command name: state, ppid, …; start time is the 20th. */
+function statFields(pid: number): string[] {
+  return readProc(`/proc/${pid}/stat`).replace(/^.*\) /s, "").split(" ");
+}
+function startTimeOf(pid: number): string {
+  const fields = statFields(pid);
+  return fields[0] === "Z" ? "gone" : (fields[19] ?? "gone"); // a zombie is as gone as a reaped one
+}
+function readProc(file: string): string {
+  try {
+    return readFileSync(file, "utf8");
+  } catch {
+    return "";
+  }
+}

@@ -91,6 +91,18 @@ describe("npm start with the embedded PostgreSQL", () => {
     expect(postmasterPid(dataDir)).toBeUndefined();
   });
 
+  it("stops itself and its database when its launcher is killed outright (kill -9 of npm start)", async () => {
+    const dataDir = mkdtempSync(path.join(os.tmpdir(), "accounting-launcher-"));
+    dirs.push(dataDir);
+    const server = await embeddedServer(dataDir, await freePort());
+    const serving = serverPid(server.child.pid!);
+    expect(postmasterPid(dataDir)).toBeGreaterThan(0);
+    process.kill(server.child.pid!, "SIGKILL"); // the launcher (tsx), as `kill -9` of `npm start` leaves it
+    for (let waited = 0; existsSync(`/proc/${serving}`) && waited < 15_000; waited += 200) await new Promise((r) => setTimeout(r, 200));
+    expect(existsSync(`/proc/${serving}`)).toBe(false);
+    expect(postmasterPid(dataDir)).toBeUndefined();
+  });
+
   it("SIGTERM lets the request in flight finish, then stops the server and, last, the database", async () => {
     const dataDir = mkdtempSync(path.join(os.tmpdir(), "accounting-stop-"));
     dirs.push(dataDir);
