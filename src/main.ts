@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { inspect } from "node:util";
 import type { Runner } from "graphile-worker";
 import { loadConfig } from "./config.js";
@@ -7,6 +6,7 @@ import { ensureAuthenticatorLogin, runMigrations } from "./db/migrate.js";
 import { authenticatorUrl, makeApiPool, makePool } from "./db/pools.js";
 import { makeApp } from "./http/app.js";
 import { flushLogs, logger } from "./logger.js";
+import { commandOf, parentOf, startTimeOf } from "./processes.js";
 import { startWorker } from "../worker/run.js";
 
 /**
@@ -92,25 +92,9 @@ setInterval(() => {
 function launchersOf(pid: number): { pid: number; startTime: string }[] {
   const chain: { pid: number; startTime: string }[] = [];
   for (let p = pid; p > 1; ) {
-    const command = readProc(`/proc/${p}/cmdline`).replace(/\0/g, " ");
-    if (!/\b(npm|tsx)\b/.test(command)) break;
+    if (!/\b(npm|tsx)\b/.test(commandOf(p))) break;
     chain.push({ pid: p, startTime: startTimeOf(p) });
-    p = Number(statFields(p)[1]);
+    p = parentOf(p) ?? 0;
   }
   return chain;
-}
-/** Fields of /proc/<pid>/stat after the command name: state, ppid, …; start time is the 20th. */
-function statFields(pid: number): string[] {
-  return readProc(`/proc/${pid}/stat`).replace(/^.*\) /s, "").split(" ");
-}
-function startTimeOf(pid: number): string {
-  const fields = statFields(pid);
-  return fields[0] === "Z" ? "gone" : (fields[19] ?? "gone"); // a zombie is as gone as a reaped one
-}
-function readProc(file: string): string {
-  try {
-    return readFileSync(file, "utf8");
-  } catch {
-    return "";
-  }
 }

@@ -2,6 +2,7 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { localSecret } from "../config.js";
+import { commandOf, parentOf } from "../processes.js";
 import { logger } from "../logger.js";
 
 /**
@@ -104,24 +105,5 @@ export async function recoverLeftoverPostmaster(databaseDir: string): Promise<vo
   for (let waited = 0; commandOf(pid) === command; waited += 100) {
     if (waited >= 60_000) throw new Error(`The PostgreSQL left running in ${databaseDir} (process ${pid}) did not stop within 60 s.`);
     await sleep(100);
-  }
-}
-
-/** The command line of a live process, or "" when there is none (Linux /proc). */
-function commandOf(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ");
-  } catch {
-    return "";
-  }
-}
-
-function parentOf(pid: number): number | undefined {
-  try {
-    // Field 4 of /proc/<pid>/stat, after the command name in parentheses.
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
-  } catch {
-    return undefined;
   }
 }
