@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config.js";
-import { CliError, commands, type Command } from "./commands.js";
+import { CliError, type Command } from "./command.js";
+import { commands } from "./commands.js";
 import { openOwnerDatabase } from "./database.js";
 
 /** `npm run cli -- <command> [options]`: the operator's commands (decisions §1). */
