@@ -60,6 +60,7 @@ drop function if exists app_private.tg_ledger_events__audit_delete();
 drop function if exists app_private.post_journal_entry(uuid);
 
 -- Imports.
+--!include chart/accounts.sql
 --!include imports/bank-statements.sql
 --!include imports/processor-balance.sql
 --!include jobs/job-results.sql

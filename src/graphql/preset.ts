@@ -8,6 +8,7 @@ import { CategoryRulesPlugin } from "../../plugins/category-rules.js";
 import { ContactsPlugin } from "../../plugins/contacts.js";
 import { GENERAL_LEDGER_SCHEMAS, GeneralLedgerPreset } from "../../plugins/general-ledger.js";
 import { IntakeAddressesPlugin } from "../../plugins/intake-addresses.js";
+import { BankStatementsPlugin } from "../../plugins/bank-statements.js";
 import { LedgerEventsPlugin } from "../../plugins/ledger-events.js";
 import { OrganizationsPlugin } from "../../plugins/organizations.js";
 import { ReportsPlugin } from "../../plugins/reports.js";
@@ -19,7 +20,7 @@ import { requestWithPgClient, tenantsOf, type ConnectionShare } from "./connecti
 /** The operations of the contract and nothing else: every generated type and field is off. */
 export const schemaPlugins = [
   OrganizationsPlugin, ApiKeysPlugin, TaxCodesPlugin, AccountsPlugin, BatchResultsPlugin, ContactsPlugin,
-  CategoryRulesPlugin, IntakeAddressesPlugin, LedgerEventsPlugin, ReportsPlugin,
+  CategoryRulesPlugin, IntakeAddressesPlugin, LedgerEventsPlugin, ReportsPlugin, BankStatementsPlugin,
 ];
 
 export interface PresetOptions {

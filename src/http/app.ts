@@ -10,7 +10,7 @@ import { migrationsCurrent } from "../db/migrate.js";
 import { authenticate } from "./authenticate.js";
 import { callerFailure, TIMEOUT_MESSAGE } from "../db/sql-errors.js";
 import { errorBody } from "./errors.js";
-import { graphqlGate } from "./graphql-gate.js";
+import { BULK_LIMITS, graphqlGate } from "./graphql-gate.js";
 import { idempotency } from "./idempotency.js";
 import { requestContext } from "./request-context.js";
 import { accessLog } from "./access-log.js";
@@ -39,6 +39,7 @@ export async function makeApp(config: Config, pools: Pools): Promise<AppHandle> 
   const pgl = postgraphile(makePreset(pools.auth, { graphiql: config.graphiql, share, statementTimeoutMs: config.statementTimeoutMs }));
   const serv = pgl.createServ(grafserv);
   const schema = await pgl.getSchema();
+  const bodyLimit = bytesOf(config.bodyLimit);
 
   app.use(requestContext, accessLog);
   app.get("/healthz", (_req, res) => { res.json({ status: "ok" }); });
@@ -64,8 +65,12 @@ export async function makeApp(config: Config, pools: Pools): Promise<AppHandle> 
     },
     // Credentials first: every request with a valid key counts, whatever its outcome (decisions §3).
     authenticate(pools.auth, config),
-    express.json({ limit: config.bodyLimit, type: () => true, strict: false }),
-    graphqlGate(() => schema),
+    // Parsed up to the bulk operations' limit; the gate holds every other operation to BODY_LIMIT.
+    express.json({
+      limit: Math.max(bodyLimit, BULK_LIMITS.bodyBytes), type: () => true, strict: false,
+      verify: (_req, res, buf) => { (res as unknown as Response).locals.bodyBytes = buf.length; },
+    }),
+    graphqlGate(() => schema, bodyLimit),
     idempotency(pools.auth),
   );
   await serv.addTo(app, server);
@@ -78,6 +83,13 @@ export async function makeApp(config: Config, pools: Pools): Promise<AppHandle> 
     // Releasing the PostGraphile instance releases its grafserv too.
     close: async () => { await pgl.release(); },
   };
+}
+
+/** BODY_LIMIT as bytes: a whole number, optionally with b, kb or mb (as body-parser reads it). */
+export function bytesOf(limit: string): number {
+  const m = /^\s*(\d+)\s*(b|kb|mb)?\s*$/i.exec(limit);
+  if (!m) throw new Error(`BODY_LIMIT must look like 1mb, 512kb or 100000, got "${limit}".`);
+  return Number(m[1]) * { b: 1, kb: 1024, mb: 1024 * 1024 }[(m[2] ?? "b").toLowerCase() as "b" | "kb" | "mb"];
 }
 
 /** Body-parser and unexpected middleware errors as JSON, with the contract's codes. */

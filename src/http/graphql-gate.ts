@@ -1,7 +1,7 @@
 import type { NextFunction, Request, Response } from "express";
 import {
   GraphQLError, Kind, getOperationAST, parse, specifiedRules, validate, visit,
-  type DocumentNode, type FragmentDefinitionNode, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode,
+  type DocumentNode, type FieldNode, type FragmentDefinitionNode, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode,
 } from "postgraphile/graphql";
 import { errorBody } from "./errors.js";
 import { identityOf } from "./authenticate.js";
@@ -17,6 +17,14 @@ export const QUERY_LIMITS = {
   // Coercing variables costs the server time outside any database budget: bounded like the text.
   maxVariableDepth: 32, maxVariableValues: 20_000,
 } as const;
+
+/**
+ * Operations that take a whole bank statement (5,000 rows with long descriptions): a request made
+ * of these alone may carry a larger body and more variable values. The SQL function still counts
+ * the rows.
+ */
+export const BULK_OPERATIONS: Readonly<Record<string, true>> = { importBankStatement: true, checkBankStatementDups: true };
+export const BULK_LIMITS = { bodyBytes: 4 * 1024 * 1024, maxVariableValues: 40_000 } as const;
 
 /** Texts up to this size are remembered (checked once); longer ones are checked every time. */
 const CACHED_QUERY_BYTES = 16_384;
@@ -45,7 +53,7 @@ interface Checked {
  * It records the operation type for the idempotency layer. Results are kept per query text (for
  * texts of common size, so that anonymous callers cannot fill the memory with them).
  */
-export function graphqlGate(getSchema: () => GraphQLSchema) {
+export function graphqlGate(getSchema: () => GraphQLSchema, bodyLimitBytes: number) {
   const cache = new Map<string, Checked>();
   const check = (query: string): Checked => {
     let checked = cache.get(query);
@@ -81,40 +89,40 @@ export function graphqlGate(getSchema: () => GraphQLSchema) {
     if (checked.errors?.length) {
       return res.json({ errors: checked.errors.map((e) => ({ message: e.message, locations: e.locations, extensions: { code: "BAD_USER_INPUT" } })) });
     }
-    const problem = variablesProblem(variables);
+    const operation = getOperationAST(checked.document!, operationName ?? undefined);
+    const fields = operation ? rootFieldsOf(operation, checked.document!) : [];
+    const bulk = fields.length > 0 && fields.every((f) => f.name.value in BULK_OPERATIONS);
+    if (!bulk && (res.locals.bodyBytes ?? 0) > bodyLimitBytes) {
+      return res.status(413).json(errorBody("Request body is too large.", "BAD_USER_INPUT"));
+    }
+    const maxValues = bulk ? BULK_LIMITS.maxVariableValues : QUERY_LIMITS.maxVariableValues;
+    const problem = variablesProblem(variables, maxValues);
     if (problem === "deep") {
       return res.status(400).json(errorBody(`variables are nested too deeply: more than ${QUERY_LIMITS.maxVariableDepth} levels.`, "BAD_USER_INPUT"));
     }
     if (problem === "many") {
-      return res.status(400).json(errorBody(`variables hold too many values: more than ${QUERY_LIMITS.maxVariableValues.toLocaleString("en-US")}.`, "BAD_USER_INPUT"));
+      return res.status(400).json(errorBody(`variables hold too many values: more than ${maxValues.toLocaleString("en-US")}.`, "BAD_USER_INPUT"));
     }
     if (problem) return res.json(errorBody(problem === "nul" ? NUL_MESSAGE : SURROGATE_MESSAGE, "BAD_USER_INPUT"));
-    const operation = getOperationAST(checked.document!, operationName ?? undefined);
     // Every data operation refuses an anonymous caller in SQL too; refusing here spends no
     // database connection on a request that cannot succeed.
     if (operation && checked.dataFields!.get(operation)! > 0 && identityOf(res).kind === "anonymous") {
       return res.json({ data: null, ...errorBody("Authentication Required.", "UNAUTHENTICATED") });
     }
     res.locals.operationType = operation?.operation;
-    res.locals.operationOrganization = operation && organizationNamed(operation, checked.document!, variables as Record<string, unknown> | undefined);
+    res.locals.operationOrganization = organizationNamed(fields, variables as Record<string, unknown> | undefined);
     next();
   };
 }
 
-/**
- * The organization an operation works on, when its root fields name exactly one in their
- * `organizationId` arguments: whose share of the database the request draws on. Access is still
- * checked in SQL, field by field; this only decides whose queue a request waits in.
- */
-function organizationNamed(operation: OperationDefinitionNode, document: DocumentNode, variables: Record<string, unknown> | undefined): string | undefined {
-  const named = new Set<unknown>();
+/** The root fields an operation selects, through its fragments. */
+function rootFieldsOf(operation: OperationDefinitionNode, document: DocumentNode): FieldNode[] {
+  const fields: FieldNode[] = [];
   const seen = new Set<string>();
   const visitSet = (set: SelectionSetNode) => {
     for (const s of set.selections) {
       if (s.kind === Kind.FIELD) {
-        const arg = s.arguments?.find((a) => a.name.value === "organizationId");
-        if (arg?.value.kind === Kind.STRING) named.add(arg.value.value);
-        else if (arg?.value.kind === Kind.VARIABLE) named.add(variables?.[arg.value.name.value]);
+        fields.push(s);
       } else if (s.kind === Kind.INLINE_FRAGMENT) {
         visitSet(s.selectionSet);
       } else if (!seen.has(s.name.value)) {
@@ -125,6 +133,21 @@ function organizationNamed(operation: OperationDefinitionNode, document: Documen
     }
   };
   visitSet(operation.selectionSet);
+  return fields;
+}
+
+/**
+ * The organization an operation works on, when its root fields name exactly one in their
+ * `organizationId` arguments: whose share of the database the request draws on. Access is still
+ * checked in SQL, field by field; this only decides whose queue a request waits in.
+ */
+function organizationNamed(fields: FieldNode[], variables: Record<string, unknown> | undefined): string | undefined {
+  const named = new Set<unknown>();
+  for (const f of fields) {
+    const arg = f.arguments?.find((a) => a.name.value === "organizationId");
+    if (arg?.value.kind === Kind.STRING) named.add(arg.value.value);
+    else if (arg?.value.kind === Kind.VARIABLE) named.add(variables?.[arg.value.name.value]);
+  }
   const [only] = named;
   return named.size === 1 && typeof only === "string" ? only : undefined;
 }
@@ -155,10 +178,10 @@ function checkDocument(query: string, schema: GraphQLSchema): Checked {
  * deeper than any input type of the schema needs. Iterative: JSON.parse accepts nesting deep
  * enough to overflow the stack of a recursive walk (and of JSON.stringify later on).
  */
-function variablesProblem(variables: unknown): "nul" | "surrogate" | "deep" | "many" | undefined {
+function variablesProblem(variables: unknown, maxValues: number): "nul" | "surrogate" | "deep" | "many" | undefined {
   const stack: [unknown, number][] = [[variables, 0]];
   for (let values = 0; stack.length; values++) {
-    if (values > QUERY_LIMITS.maxVariableValues) return "many";
+    if (values > maxValues) return "many";
     const [value, depth] = stack.pop()!;
     if (typeof value === "string") {
       const problem = textProblem(value);
