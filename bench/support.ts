@@ -27,7 +27,8 @@ export async function benchDatabase(name: string, fresh = true): Promise<string>
   }
   await admin.end();
   const url = databaseUrl(name);
-  await runMigrations(url);
+  // Committed migrations and the work in progress (migrations/current.sql), as the tests run them.
+  await runMigrations(url, true);
   const owner = new pg.Pool({ connectionString: url, max: 1 });
   await ensureAuthenticatorLogin(owner, AUTHENTICATOR_PASSWORD);
   await owner.end();

@@ -1,7 +1,13 @@
+-- Time-ordered ids for the tables imports write in bulk.
+--!include inputs/ids.sql
+alter table app_public.ledger_events alter column id set default app_private.uuid_v7();
+alter table app_public.journal_entries alter column id set default app_private.uuid_v7();
+alter table app_public.journal_lines alter column id set default app_private.uuid_v7();
+
 -- Imports: where each event came from (a bank statement, a processor export), one row per import
 -- run, and the results of operator jobs.
 create table app_public.import_batches (
-  id uuid primary key default gen_random_uuid(),
+  id uuid primary key default app_private.uuid_v7(),
   organization_id uuid not null references app_public.organizations on delete cascade,
   source text not null check (source in ('bank_import', 'processor_import')),
   -- Bank imports: the batch id itself; processor imports: `processor:<UTC timestamp>` (decisions §10).
@@ -58,6 +64,7 @@ create index job_results_job_idx on app_private.job_results (job_name, finished_
 --!include ledger/transitions.sql
 drop function if exists app_private.tg_ledger_events__audit_delete();
 drop function if exists app_private.post_journal_entry(uuid);
+drop function if exists app_private.field_changes(jsonb, jsonb);
 
 -- Imports.
 --!include chart/accounts.sql
