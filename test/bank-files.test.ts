@@ -1,0 +1,264 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { parseAmount } from "../src/imports/bank-files/amounts.js";
+import { BankFileError, eventTypeFor, readBankFile, type BankFileOptions, type StatementRow } from "../src/imports/bank-files/index.js";
+
+const sample = (name: string) => readFileSync(`data/samples/bank/${name}`);
+const read = (name: string, options: BankFileOptions = {}) => readBankFile(sample(name), options);
+const readText = (text: string, options: BankFileOptions = {}) => readBankFile(Buffer.from(text, "utf8"), options);
+const failure = (f: () => unknown) => {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(BankFileError);
+    return (e as Error).message;
+  }
+  throw new Error("expected a BankFileError");
+};
+const cents = (rows: StatementRow[]) => rows.reduce((sum, r) => sum + Math.round(Number(r.amount) * 100), 0);
+const brief = (rows: StatementRow[]) => rows.map((r) => [r.transactionDate, r.description, r.amount, r.eventType]);
+
+describe("the reference samples, each with its preset and detected from the content", () => {
+  it("RBC: header row, M/D/YYYY, signed CAD$ column, descriptions joined", () => {
+    const detected = read("rbc_chequing_sample.csv");
+    expect(detected.layout).toContain("CSV (detected): header row on line 1");
+    expect(detected.layout).toContain("dates M/D/YYYY");
+    expect(detected.rows).toHaveLength(25);
+    expect(read("rbc_chequing_sample.csv", { preset: "rbc" }).rows).toEqual(detected.rows);
+    const [first, second, third] = detected.rows;
+    expect(first).toEqual({
+      line: 2, transactionDate: "2025-09-02", description: "Online Banking payment - 4821 NORTHSTAR HYDRO",
+      amount: "-142.37", eventType: "expense",
+    });
+    expect(second).toMatchObject({ description: "e-Transfer received Autodeposit INV-0998", amount: "565.00", eventType: "income" });
+    expect(third).toMatchObject({ transactionDate: "2025-09-03", description: "Cheque - 104", amount: "-1850.00" });
+    expect(detected.rows.at(-1)).toMatchObject({ line: 26, transactionDate: "2025-10-31", description: "Monthly fee", amount: "-10.95" });
+    expect(detected.rows.filter((r) => r.amount.startsWith("-"))).toHaveLength(17);
+    expect(cents(detected.rows)).toBe(
+      [-142.37, 565, -1850, -89.27, -47.46, 820, -2450, 1056.54, -300, -1.5, -1200, -415.6, -10.95, 0.42, -1850, 684.22,
+        -131.08, -89.27, 339, -2450, -612.4, 1057.01, -63.28, 1130, -10.95].reduce((s, a) => s + Math.round(a * 100), 0));
+    const byDescription = new Map(detected.rows.map((r) => [r.description, r.eventType]));
+    expect(byDescription.get("Online Banking transfer - 3310 TRANSFER TO CREDIT CARD")).toBe("transfer");
+    expect(byDescription.get("Misc Payment PROCESSOR PAYOUT")).toBe("transfer");
+    expect(byDescription.get("Interest")).toBe("income");
+    expect(byDescription.get("e-Transfer sent INTERAC E-TRF 7741")).toBe("expense");
+  });
+
+  it("TD: no header, MM/DD/YYYY, withdrawal column out (negative) and deposit column in; the running balance agrees", () => {
+    const detected = read("td_chequing_sample.csv");
+    expect(detected.layout).toContain("CSV (detected): no header row; date column 1; description column 2; debit column 3 (money out), credit column 4 (money in)");
+    expect(detected.rows).toHaveLength(25);
+    expect(read("td_chequing_sample.csv", { preset: "td" }).rows).toEqual(detected.rows);
+    expect(brief(detected.rows.slice(0, 2))).toEqual([
+      ["2025-09-02", "MONTHLY ACCOUNT FEE", "-19.00", "expense"],
+      ["2025-09-02", "GC 0412-DEPOSIT", "1250.00", "income"],
+    ]);
+    // Opening balance 6418.35, closing 4590.51 (column 5): the signs are right only if they add up.
+    expect(641835 + cents(detected.rows)).toBe(459051);
+    expect(detected.rows.find((r) => r.description === "TFR-TO C/C")).toMatchObject({ amount: "-650.00", eventType: "transfer" });
+    expect(detected.rows.find((r) => r.description === "SEND E-TFR ***4kP")?.eventType).toBe("expense");
+  });
+
+  it("CIBC card: ISO dates, purchases negative, payments and refunds positive, the card column ignored", () => {
+    const detected = read("cibc_credit_card_sample.csv");
+    expect(detected.layout).toContain("dates YYYY-MM-DD");
+    expect(detected.rows).toHaveLength(25);
+    expect(read("cibc_credit_card_sample.csv", { preset: "cibc" }).rows).toEqual(detected.rows);
+    expect(detected.rows[0]).toMatchObject({ transactionDate: "2025-09-02", description: "CLOUD HOSTING CO VANCOUVER, BC", amount: "-64.99", eventType: "expense" });
+    const payments = detected.rows.filter((r) => r.description === "PAYMENT THANK YOU/PAIEMENT MERCI");
+    expect(payments.map((r) => [r.amount, r.eventType])).toEqual([["1200.00", "transfer"], ["900.00", "transfer"]]);
+    expect(detected.rows.find((r) => r.transactionDate === "2025-09-17")).toMatchObject({ amount: "24.86", eventType: "income" });
+    expect(detected.rows.filter((r) => !r.amount.startsWith("-"))).toHaveLength(4);
+    expect(detected.rows.find((r) => r.description.startsWith("RESTAURANT"))?.description).toBe("RESTAURANT BORÉAL TORONTO, ON");
+  });
+
+  it("OFX 1.0.2 (SGML) and OFX 2.1.1 (XML): FITID as reference, TRNAMT signed as is, the same rows as the TD CSV", () => {
+    const sgml = read("chequing_sample_ofx102.ofx");
+    const xml = read("chequing_sample_ofx211.ofx");
+    expect(sgml.layout).toMatch(/^OFX 1\.x \(SGML\), currency CAD/);
+    expect(xml.layout).toMatch(/^OFX 2\.x \(XML\), currency CAD/);
+    expect(sgml.rows).toHaveLength(5);
+    expect(sgml.rows[0]).toEqual({
+      line: 39, transactionDate: "2025-09-02", description: "MONTHLY ACCOUNT FEE", amount: "-19.00", eventType: "expense", reference: "20250902-0001",
+    });
+    expect(brief(sgml.rows)).toEqual(brief(read("td_chequing_sample.csv").rows.slice(0, 5)));
+    expect(xml.rows.map(({ line: _l, memo: _m, ...r }) => r)).toEqual(sgml.rows.map(({ line: _l, ...r }) => r));
+    // NAME is the description; MEMO is the memo when there is a NAME.
+    expect(xml.rows[1]).toMatchObject({ description: "GC 0412-DEPOSIT", memo: "BRANCH 0412 & ATM", reference: "20250902-0002" });
+    expect(cents(sgml.rows)).toBe(446380 - 641835);
+  });
+
+  it("OFX credit-card statement with CRLF: MEMO is the description when NAME is absent; the card payment is a transfer", () => {
+    const { rows } = read("credit_card_sample_ofx102_crlf.ofx");
+    expect(rows).toEqual([
+      { line: 37, transactionDate: "2025-09-02", description: "CLOUD HOSTING CO", memo: "VANCOUVER, BC", amount: "-64.99", eventType: "expense", reference: "CC-20250902-01" },
+      { line: 45, transactionDate: "2025-09-22", description: "PAYMENT THANK YOU/PAIEMENT MERCI", amount: "1200.00", eventType: "transfer", reference: "CC-20250922-01" },
+      { line: 52, transactionDate: "2025-09-24", description: "SOCIAL ADS PLATFORM", amount: "-150.00", eventType: "expense", reference: "CC-20250924-01" },
+    ]);
+  });
+});
+
+describe("what real downloads look like", () => {
+  it("a UTF-8 BOM with CRLF, and Windows-1252 with CRLF, read exactly like the plain UTF-8 file", () => {
+    const plain = read("cibc_credit_card_sample.csv");
+    const bom = read("cibc_credit_card_bom_crlf.csv");
+    const cp1252 = read("cibc_credit_card_cp1252_crlf.csv");
+    expect(sample("cibc_credit_card_cp1252_crlf.csv").includes(Buffer.from([0xc9]))).toBe(true);
+    expect(bom.rows).toEqual(plain.rows);
+    expect(cp1252.rows).toEqual(plain.rows);
+    expect(bom.layout).toMatch(/UTF-8$/);
+    expect(cp1252.layout).toMatch(/Windows-1252$/);
+  });
+
+  it("Windows-1252 bytes outside Latin-1 (€, curly quotes) decode as Windows-1252", () => {
+    const bytes = Buffer.concat([Buffer.from("2025-09-02,CAF"), Buffer.from([0xc9, 0x20, 0x93, 0x4c, 0x41, 0x20, 0x50, 0x4c, 0x41, 0x43, 0x45, 0x94, 0x20, 0x80]), Buffer.from(",4.50,\n")]);
+    expect(readBankFile(bytes).rows[0].description).toBe("CAFÉ “LA PLACE” €");
+  });
+
+  it("a header row preceded by a preamble, extra trailing fields, quoted commas and thousands separators", () => {
+    const { rows, layout } = readText([
+      "Account statement,Business chequing",
+      "",
+      "Posted Date,Payee,Amount,Balance",
+      '2025-09-02,"ACME, INC.","-1,250.00","8,750.00",,',
+      "2025-09-03,REFUND,$12.5,8762.50",
+    ].join("\n"));
+    expect(layout).toContain('header row on line 3; date "Posted Date" (column 1); description "Payee" (column 2); amount "Amount" (column 3) (signed)');
+    expect(brief(rows)).toEqual([["2025-09-02", "ACME, INC.", "-1250.00", "expense"], ["2025-09-03", "REFUND", "12.50", "income"]]);
+  });
+
+  it("header names say which columns are withdrawals and deposits", () => {
+    const { rows, layout } = readText("Date,Description,Withdrawals,Deposits,Balance\n2025-09-02,FEE,19.00,,100.00\n2025-09-03,DEPOSIT,,50.00,150.00\n");
+    expect(layout).toContain('debit "Withdrawals" (column 3) (money out), credit "Deposits" (column 4) (money in)');
+    expect(rows.map((r) => r.amount)).toEqual(["-19.00", "50.00"]);
+  });
+
+  it("an RBC export holding two accounts is read, with a warning", () => {
+    const text = sample("rbc_chequing_sample.csv").toString().replace(/\nChequing,01234-5012345,10\/31\/2025/, "\nSavings,01234-5099999,10/31/2025");
+    const { rows, warnings } = readText(text, { preset: "rbc" });
+    expect(rows).toHaveLength(25);
+    expect(warnings).toEqual([expect.stringMatching(/^The file holds rows of 2 accounts \(01234-5012345, 01234-5099999\)/)]);
+  });
+});
+
+describe("dates", () => {
+  it("a file whose every day is ≤ 12 needs --date-format, and reads either way when told", () => {
+    const message = failure(() => read("day_month_ambiguous.csv"));
+    expect(message).toContain("--date-format");
+    expect(message).toContain('"03/09/2025"');
+    expect(read("day_month_ambiguous.csv", { dateFormat: "DD/MM/YYYY" }).rows.map((r) => r.transactionDate))
+      .toEqual(["2025-09-03", "2025-09-05", "2025-10-08", "2025-10-11"]);
+    expect(read("day_month_ambiguous.csv", { dateFormat: "M/D/YYYY" }).rows.map((r) => r.transactionDate))
+      .toEqual(["2025-03-09", "2025-05-09", "2025-08-10", "2025-11-10"]);
+  });
+
+  it("one day above 12 settles the order", () => {
+    const { rows, layout } = read("day_month_settled.csv");
+    expect(layout).toContain("dates D/M/YYYY");
+    expect(rows[1].transactionDate).toBe("2025-09-15");
+    expect(rows.map((r) => r.eventType)).toEqual(["expense", "income", "income", "transfer"]);
+  });
+
+  it("--date-format that contradicts the file names the first line it cannot read", () => {
+    expect(failure(() => read("td_chequing_sample.csv", { dateFormat: "D/M/YYYY" }))).toBe('Line 10: "09/15/2025" is not a date (D/M/YYYY).');
+    expect(failure(() => read("td_chequing_sample.csv", { dateFormat: "Y/M/D" }))).toMatch(/^--date-format must be one of M\/D\/YYYY/);
+  });
+});
+
+describe("bad files: a message naming the line, nothing read", () => {
+  it("a bad date", () => {
+    expect(failure(() => read("td_chequing_bad_date.csv"))).toBe('Line 7: "13/45/2025" is not a date (M/D/YYYY).');
+    expect(failure(() => read("td_chequing_bad_date.csv", { preset: "td" }))).toBe('Line 7: "13/45/2025" is not a date (M/D/YYYY).');
+  });
+
+  it("a bad amount, two amounts, none, an empty description, unclosed quotes", () => {
+    const td = (line: string) => ["09/02/2025,FEE,19.00,,100.00", line, "09/04/2025,FEE,1.00,,98.00"].join("\n");
+    expect(failure(() => readText(td("09/03/2025,FEE,1.5.0,,99.00"), { preset: "td" }))).toBe('Line 2: "1.5.0" in column 3 is not an amount.');
+    expect(failure(() => readText(td("09/03/2025,FEE,1.005,,99.00"), { preset: "td" }))).toBe('Line 2: "1.005" in column 3 has more than 2 decimals.');
+    expect(failure(() => readText(td("09/03/2025,FEE,1.00,2.00,99.00"), { preset: "td" }))).toMatch(/^Line 2: both a debit \(column 3\) and a credit \(column 4\)/);
+    expect(failure(() => readText(td("09/03/2025,FEE,,,99.00"), { preset: "td" }))).toBe("Line 2: no amount (columns 3 and 4 are empty).");
+    expect(failure(() => readText(td("09/03/2025,,1.00,,99.00"), { preset: "td" }))).toBe("Line 2: the description is empty.");
+    expect(failure(() => readText(td('09/03/2025,"FEE,1.00,,99.00'), { preset: "td" }))).toMatch(/not valid CSV/);
+  });
+
+  it("not a statement at all", () => {
+    expect(failure(() => readBankFile(Buffer.from([0x50, 0x4b, 0x03, 0x04, 0x00, 0x00])))).toMatch(/not a text file/);
+    expect(failure(() => readText(""))).toMatch(/^The file holds no transactions/);
+    expect(failure(() => readText("Date,Description,Amount\n"))).toBe("The file holds no transactions (no line has a date or an amount).");
+    expect(failure(() => readText("Dear customer,\nyour statement is attached.\n"))).toBe("The file holds no transactions (no line has a date or an amount).");
+    expect(failure(() => readText("OFXHEADER:100\n\n<OFX><BANKMSGSRSV1></BANKMSGSRSV1></OFX>"))).toMatch(/no bank or credit-card statement/);
+    const badOfx = sample("chequing_sample_ofx102.ofx").toString().replace("<DTPOSTED>20250903120000.000[-4:EDT]", "<DTPOSTED>2025-09-03");
+    expect(failure(() => readText(badOfx))).toBe('Line 53: "2025-09-03" is not an OFX date (YYYYMMDD…) in <DTPOSTED>.');
+  });
+});
+
+describe("--preset and --map", () => {
+  it("--map by column numbers or header names, `+` joining description columns", () => {
+    const byNumber = read("td_chequing_sample.csv", { map: "date=1,description=2,debit=3,credit=4" });
+    expect(byNumber.rows).toEqual(read("td_chequing_sample.csv").rows);
+    const byName = read("rbc_chequing_sample.csv", { map: "date=Transaction Date,description=Description 1+Description 2,amount=cad$" });
+    expect(byName.rows).toEqual(read("rbc_chequing_sample.csv").rows);
+    const withReference = read("rbc_chequing_sample.csv", { map: "date=3,description=5,amount=7,reference=4" });
+    expect(withReference.rows[2]).toMatchObject({ description: "Cheque - 104", reference: "104" });
+    expect(withReference.rows[0].reference).toBeUndefined();
+  });
+
+  it("refuses a map that is incomplete or names what is not there, and a preset with a map", () => {
+    expect(failure(() => read("td_chequing_sample.csv", { map: "date=1,description=2" }))).toMatch(/^--map needs date, description and either amount or both debit and credit/);
+    expect(failure(() => read("td_chequing_sample.csv", { map: "date=1,description=2,amount=Amount" }))).toMatch(/the file has no header row, so give column numbers/);
+    expect(failure(() => read("rbc_chequing_sample.csv", { map: "date=Date,description=5,amount=7" }))).toMatch(/^--map: no column is named "Date"; the header row has "Account Type"/);
+    expect(failure(() => read("td_chequing_sample.csv", { map: "when=1" }))).toMatch(/^--map: "when=1" is not FIELD=COL/);
+    expect(failure(() => read("td_chequing_sample.csv", { preset: "bmo" }))).toBe('--preset must be one of rbc, td, cibc (got "bmo").');
+    expect(failure(() => read("td_chequing_sample.csv", { preset: "td", map: "date=1,description=2,amount=3" }))).toBe("Give --preset or --map, not both.");
+    expect(failure(() => read("chequing_sample_ofx102.ofx", { preset: "td" }))).toMatch(/^The file is OFX/);
+  });
+
+  it("a preset skips a header row when the export has one (CIBC sometimes does)", () => {
+    const withHeader = Buffer.concat([Buffer.from("Date,Description,Debit,Credit,Card\n"), sample("cibc_credit_card_sample.csv")]);
+    expect(readBankFile(withHeader, { preset: "cibc" }).rows.map(({ line: _l, ...r }) => r))
+      .toEqual(read("cibc_credit_card_sample.csv").rows.map(({ line: _l, ...r }) => r));
+  });
+});
+
+describe("event types (Behavior rule 8)", () => {
+  it.each([
+    ["PAYMENT THANK YOU/PAIEMENT MERCI", "900.00", "transfer"],
+    ["TFR-TO C/C", "-650.00", "transfer"],
+    ["Online Banking transfer - 3310 TRANSFER TO CREDIT CARD", "-1200.00", "transfer"],
+    ["CARD LOAD FROM CHEQUING", "200.00", "transfer"],
+    ["Misc Payment PROCESSOR PAYOUT", "1056.54", "transfer"],
+    ["Interest", "0.42", "income"],
+    ["CASHBACK REWARD", "12.00", "income"],
+    ["INTEREST CHARGE", "-3.10", "expense"],
+    ["e-Transfer received Autodeposit INV-0998", "565.00", "income"],
+    ["SEND E-TFR ***4kP", "-480.00", "expense"],
+    ["INTERAC E-TRANSFER TO J SMITH", "-50.00", "expense"],
+    ["CLOUD HOSTING CO", "-64.99", "expense"],
+    ["LOAN PAYMENT", "-387.11", "expense"],
+  ])("%s %s → %s", (description, amount, type) => {
+    expect(eventTypeFor(description, amount)).toBe(type);
+  });
+
+  it("an OFX XFER is a transfer", () => {
+    expect(eventTypeFor("ONLINE 4412", "-100.00", "XFER")).toBe("transfer");
+  });
+});
+
+describe("amounts", () => {
+  it.each([
+    ["19", "19.00"], ["19.5", "19.50"], ["-19.00", "-19.00"], ["1,250.00", "1250.00"], ["$1,250", "1250.00"],
+    ["(42.10)", "-42.10"], ["42.10-", "-42.10"], ["−3.00", "-3.00"], ["+7.25", "7.25"], [".5", "0.50"], ["0012.3400", "12.34"], ["-0.00", "0.00"],
+  ])("%s → %s", (cell, value) => {
+    expect(parseAmount(cell)).toEqual({ value });
+  });
+
+  it.each(["", "abc", "1.2.3", "12,34", "1.234", "CAD$", "-"])("%j is refused", (cell) => {
+    expect(parseAmount(cell).value).toBeUndefined();
+  });
+
+  it("a zero amount is left out with a warning", () => {
+    const { rows, warnings } = readText("2025-09-02,FEE,1.00\n2025-09-03,INFO,0.00\n2025-09-04,FEE,-1.00\n");
+    expect(rows).toHaveLength(2);
+    expect(warnings).toContain("Line 2: the amount is 0.00; the row is left out.");
+  });
+});
