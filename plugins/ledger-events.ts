@@ -38,6 +38,12 @@ export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
     taxAccount: LedgerAccountRef
     journalEntry: JournalEntry
     receipts: [LedgerEventReceipt!]!
+    "Where the event came from: manual, bank_import or processor_import."
+    source: String!
+    "The import run that created it (bank and processor imports), else null."
+    importBatchId: UUID
+    "The bank's id of the transaction (an OFX FITID), when the statement gave one."
+    reference: String
     created: String!
     updated: String!
   }

@@ -59,6 +59,9 @@ describe("importBankStatement", () => {
       `select a.action, a.changes -> 'source' ->> 'new' source, a.changes -> 'import_batch_id' ->> 'new' batch
          from app_public.ledger_event_audit a join app_public.ledger_events e on e.id = a.event_id where e.payment_account_id = $1`, [bank]);
     expect(audit).toEqual(Array(3).fill({ action: "import", source: "bank_import", batch: r.batchId }));
+    const { rows: [first] } = await h.owner.query("select id from app_public.ledger_events where reference = 'FIT-1' and payment_account_id = $1", [bank]);
+    expect(await call(h, t, `query($org: UUID!, $id: UUID!) { getLedgerEvent(organizationId: $org, eventId: $id) { source importBatchId reference } }`,
+      { id: first.id }, "getLedgerEvent")).toEqual({ source: "bank_import", importBatchId: r.batchId, reference: "FIT-1" });
     const { rows: [batch] } = await h.owner.query("select source, payment_account_id from app_public.import_batches where id = $1", [r.batchId]);
     expect(batch).toEqual({ source: "bank_import", payment_account_id: bank });
   });
