@@ -1,5 +1,6 @@
 -- Time-ordered ids for the tables imports write in bulk.
 --!include inputs/ids.sql
+--!include inputs/values.sql
 alter table app_public.ledger_events alter column id set default app_private.uuid_v7();
 alter table app_public.journal_entries alter column id set default app_private.uuid_v7();
 alter table app_public.journal_lines alter column id set default app_private.uuid_v7();

@@ -215,6 +215,41 @@ describe("importBankStatement", () => {
     expect(big.body.errors[0].message).toBe("Request body is too large.");
   });
 
+  it("keeps the larger body to one bulk field of an authenticated caller", async () => {
+    const bank = await freshAccount();
+    const rows = Array.from({ length: 2500 }, (_, i) => row(`${"y".repeat(400)} ${i}`, "-1.00"));
+    const doc = `mutation($org: UUID!, $p: UUID!, $rows: [BankStatementRowInput!]!) {
+      a: checkBankStatementDups(organizationId: $org, paymentAccountId: $p, rows: $rows) { success }
+      b: checkBankStatementDups(organizationId: $org, paymentAccountId: $p, rows: $rows) { success } }`;
+    const twice = await h.gql(doc, { org: t.organizationId, p: bank, rows }, t.apiKey);
+    expect(twice.status).toBe(413); // aliases must not multiply the rows of a call
+    const anonymous = await h.gql(CHECK, { org: t.organizationId, paymentAccountId: bank, rows });
+    expect(anonymous.status).toBe(413);
+  });
+
+  it("compares merchants with tabs and no-break spaces collapsed, and refuses a space after the sign", async () => {
+    const bank = await freshAccount();
+    await importRows(bank, [row("Cafe Bar", "-3.00")]);
+    expect(await importRows(bank, [row("\tcafe\u00a0 BAR ", "-3.00")])).toMatchObject({ importedCount: 0, skippedCount: 1 });
+    expect(await importRows(bank, [row("X", "- 5.00")])).toMatchObject({
+      success: false, error: "Row 0: amount must be a non-zero decimal string with at most 2 decimals (negative for money out)." });
+  });
+
+  it("reads no other organization's events, whatever the arguments of its helper functions", async () => {
+    await createEvent(h, other, { merchantName: "Secret", amount: "77.77", transactionDate: "2025-09-09" });
+    const c = await h.owner.connect();
+    try {
+      await c.query("begin");
+      await c.query("select set_config('role', 'accounting_visitor', true), set_config('app.organization_id', $1, true)", [t.organizationId]);
+      const { rows } = await c.query("select * from app_private.statement_candidates($1, null, array['2025-09-09'::date], array[77.77])", [other.organizationId]);
+      expect(rows).toEqual([]);
+      await expect(c.query("select * from app_private.bank_statement_matches($1, null, '[]')", [other.organizationId])).rejects.toThrow("Organization Not Found.");
+    } finally {
+      await c.query("rollback");
+      c.release();
+    }
+  });
+
   it("gives two concurrent imports of one 1,000-row statement exactly 1,000 events", async () => {
     const bank = await freshAccount();
     const statement = Array.from({ length: 1000 }, (_, i) =>

@@ -1,4 +1,5 @@
 import { createServer, type Server } from "node:http";
+import bytes from "bytes";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { postgraphile } from "postgraphile";
 import { grafserv } from "postgraphile/grafserv/express/v4";
@@ -7,7 +8,7 @@ import { makePreset } from "../graphql/preset.js";
 import type { Config } from "../config.js";
 import { logger } from "../logger.js";
 import { migrationsCurrent } from "../db/migrate.js";
-import { authenticate } from "./authenticate.js";
+import { authenticate, identityOf } from "./authenticate.js";
 import { callerFailure, TIMEOUT_MESSAGE } from "../db/sql-errors.js";
 import { errorBody } from "./errors.js";
 import { BULK_LIMITS, graphqlGate } from "./graphql-gate.js";
@@ -39,7 +40,14 @@ export async function makeApp(config: Config, pools: Pools): Promise<AppHandle> 
   const pgl = postgraphile(makePreset(pools.auth, { graphiql: config.graphiql, share, statementTimeoutMs: config.statementTimeoutMs }));
   const serv = pgl.createServ(grafserv);
   const schema = await pgl.getSchema();
-  const bodyLimit = bytesOf(config.bodyLimit);
+  const bodyLimit = bytes.parse(config.bodyLimit);
+  if (bodyLimit === null || !(bodyLimit > 0)) throw new Error(`BODY_LIMIT must look like 1mb, 512kb or 100000, got "${config.bodyLimit}".`);
+  const jsonBody = (limit: number) => express.json({
+    limit, type: () => true, strict: false,
+    verify: (_req, res, buf) => { (res as unknown as Response).locals.bodyBytes = buf.length; },
+  });
+  const parseBody = jsonBody(bodyLimit);
+  const parseBulkBody = jsonBody(Math.max(bodyLimit, BULK_LIMITS.bodyBytes));
 
   app.use(requestContext, accessLog);
   app.get("/healthz", (_req, res) => { res.json({ status: "ok" }); });
@@ -65,11 +73,9 @@ export async function makeApp(config: Config, pools: Pools): Promise<AppHandle> 
     },
     // Credentials first: every request with a valid key counts, whatever its outcome (decisions §3).
     authenticate(pools.auth, config),
-    // Parsed up to the bulk operations' limit; the gate holds every other operation to BODY_LIMIT.
-    express.json({
-      limit: Math.max(bodyLimit, BULK_LIMITS.bodyBytes), type: () => true, strict: false,
-      verify: (_req, res, buf) => { (res as unknown as Response).locals.bodyBytes = buf.length; },
-    }),
+    // An authenticated caller's body is read up to the bulk operations' limit, and the gate holds
+    // every other operation to BODY_LIMIT; an anonymous caller's, which can run nothing, to BODY_LIMIT.
+    (req, res, next) => (identityOf(res).kind === "anonymous" ? parseBody : parseBulkBody)(req, res, next),
     graphqlGate(() => schema, bodyLimit),
     idempotency(pools.auth),
   );
@@ -83,13 +89,6 @@ export async function makeApp(config: Config, pools: Pools): Promise<AppHandle> 
     // Releasing the PostGraphile instance releases its grafserv too.
     close: async () => { await pgl.release(); },
   };
-}
-
-/** BODY_LIMIT as bytes: a whole number, optionally with b, kb or mb (as body-parser reads it). */
-export function bytesOf(limit: string): number {
-  const m = /^\s*(\d+)\s*(b|kb|mb)?\s*$/i.exec(limit);
-  if (!m) throw new Error(`BODY_LIMIT must look like 1mb, 512kb or 100000, got "${limit}".`);
-  return Number(m[1]) * { b: 1, kb: 1024, mb: 1024 * 1024 }[(m[2] ?? "b").toLowerCase() as "b" | "kb" | "mb"];
 }
 
 /** Body-parser and unexpected middleware errors as JSON, with the contract's codes. */

@@ -19,9 +19,9 @@ export const QUERY_LIMITS = {
 } as const;
 
 /**
- * Operations that take a whole bank statement (5,000 rows with long descriptions): a request made
- * of these alone may carry a larger body and more variable values. The SQL function still counts
- * the rows.
+ * Operations that take a whole bank statement (5,000 rows with long descriptions): a request that
+ * is one of these alone may carry a larger body and more variable values. The SQL function still
+ * counts the rows.
  */
 export const BULK_OPERATIONS: Readonly<Record<string, true>> = { importBankStatement: true, checkBankStatementDups: true };
 export const BULK_LIMITS = { bodyBytes: 4 * 1024 * 1024, maxVariableValues: 40_000 } as const;
@@ -91,7 +91,8 @@ export function graphqlGate(getSchema: () => GraphQLSchema, bodyLimitBytes: numb
     }
     const operation = getOperationAST(checked.document!, operationName ?? undefined);
     const fields = operation ? rootFieldsOf(operation, checked.document!) : [];
-    const bulk = fields.length > 0 && fields.every((f) => f.name.value in BULK_OPERATIONS);
+    // One bulk field alone: aliases must not multiply the 5,000 rows a call may hold.
+    const bulk = fields.length === 1 && fields[0].name.value in BULK_OPERATIONS;
     if (!bulk && (res.locals.bodyBytes ?? 0) > bodyLimitBytes) {
       return res.status(413).json(errorBody("Request body is too large.", "BAD_USER_INPUT"));
     }
