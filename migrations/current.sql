@@ -69,6 +69,7 @@ drop function if exists app_private.field_changes(jsonb, jsonb);
 
 -- Imports.
 --!include chart/accounts.sql
+--!include rules/category-rules.sql
 --!include imports/bank-statements.sql
 --!include imports/processor-balance.sql
 --!include jobs/job-results.sql
