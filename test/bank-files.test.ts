@@ -28,7 +28,7 @@ describe("the reference samples, each with its preset and detected from the cont
     const [first, second, third] = detected.rows;
     expect(first).toEqual({
       line: 2, transactionDate: "2025-09-02", description: "Online Banking payment - 4821 NORTHSTAR HYDRO",
-      amount: "-142.37", eventType: "expense",
+      amount: "-142.37", eventType: "expense", currency: "CAD",
     });
     expect(second).toMatchObject({ description: "e-Transfer received Autodeposit INV-0998", amount: "565.00", eventType: "income" });
     expect(third).toMatchObject({ transactionDate: "2025-09-03", description: "Cheque - 104", amount: "-1850.00" });
@@ -79,7 +79,7 @@ describe("the reference samples, each with its preset and detected from the cont
     expect(xml.layout).toMatch(/^OFX 2\.x \(XML\), currency CAD/);
     expect(sgml.rows).toHaveLength(5);
     expect(sgml.rows[0]).toEqual({
-      line: 39, transactionDate: "2025-09-02", description: "MONTHLY ACCOUNT FEE", amount: "-19.00", eventType: "expense", reference: "20250902-0001",
+      line: 39, transactionDate: "2025-09-02", description: "MONTHLY ACCOUNT FEE", amount: "-19.00", eventType: "expense", reference: "20250902-0001", currency: "CAD",
     });
     expect(brief(sgml.rows)).toEqual(brief(read("td_chequing_sample.csv").rows.slice(0, 5)));
     expect(xml.rows.map(({ line: _l, memo: _m, ...r }) => r)).toEqual(sgml.rows.map(({ line: _l, ...r }) => r));
@@ -91,9 +91,9 @@ describe("the reference samples, each with its preset and detected from the cont
   it("OFX credit-card statement with CRLF: MEMO is the description when NAME is absent; the card payment is a transfer", () => {
     const { rows } = read("credit_card_sample_ofx102_crlf.ofx");
     expect(rows).toEqual([
-      { line: 37, transactionDate: "2025-09-02", description: "CLOUD HOSTING CO", memo: "VANCOUVER, BC", amount: "-64.99", eventType: "expense", reference: "CC-20250902-01" },
-      { line: 45, transactionDate: "2025-09-22", description: "PAYMENT THANK YOU/PAIEMENT MERCI", amount: "1200.00", eventType: "transfer", reference: "CC-20250922-01" },
-      { line: 52, transactionDate: "2025-09-24", description: "SOCIAL ADS PLATFORM", amount: "-150.00", eventType: "expense", reference: "CC-20250924-01" },
+      { line: 37, transactionDate: "2025-09-02", description: "CLOUD HOSTING CO", memo: "VANCOUVER, BC", amount: "-64.99", eventType: "expense", reference: "CC-20250902-01", currency: "CAD" },
+      { line: 45, transactionDate: "2025-09-22", description: "PAYMENT THANK YOU/PAIEMENT MERCI", amount: "1200.00", eventType: "transfer", reference: "CC-20250922-01", currency: "CAD" },
+      { line: 52, transactionDate: "2025-09-24", description: "SOCIAL ADS PLATFORM", amount: "-150.00", eventType: "expense", reference: "CC-20250924-01", currency: "CAD" },
     ]);
   });
 });
@@ -138,6 +138,104 @@ describe("what real downloads look like", () => {
     const { rows, warnings } = readText(text, { preset: "rbc" });
     expect(rows).toHaveLength(25);
     expect(warnings).toEqual([expect.stringMatching(/^The file holds rows of 2 accounts \(01234-5012345, 01234-5099999\)/)]);
+  });
+});
+
+describe("money in and money out: established from the file, or the file is refused", () => {
+  const refusal = /^Cannot tell money in from money out: .*--preset rbc\|td\|cibc, or --map date=COL,description=COL,debit=COL,credit=COL .*--map date=COL,description=COL,amount=COL/;
+
+  it("a CIBC card with no payment in the period, a TD account with no deposit: the empty credit column still makes them debits", () => {
+    const card = read("cibc_credit_card_no_payment.csv");
+    expect(card.layout).toContain("debit column 3 (money out), credit column 4 (money in)");
+    expect(card.rows).toHaveLength(8);
+    expect(card.rows.every((r) => r.amount.startsWith("-") && r.eventType === "expense")).toBe(true);
+    expect(card.warnings).toEqual([]);
+    expect(card.rows).toEqual(read("cibc_credit_card_sample.csv").rows.slice(0, 8));
+
+    const td = readText("09/02/2025,MONTHLY ACCOUNT FEE,19.00,,6399.35\n09/15/2025,SEND E-TFR ***4kP,480.00,,5919.35\n");
+    expect(td.layout).toContain("debit column 3 (money out), credit column 4 (money in)");
+    expect(td.rows.map((r) => r.amount)).toEqual(["-19.00", "-480.00"]);
+    // The card column left out (4 columns), or 0.00 written where there is no credit: the same.
+    expect(readText("2025-09-02,CLOUD HOSTING,64.99,\n2025-09-03,NORTHERN AIR,418.73,\n").rows.map((r) => r.amount)).toEqual(["-64.99", "-418.73"]);
+    expect(readText("2025-09-02,CLOUD HOSTING,64.99,0.00,x1\n2025-09-03,NORTHERN AIR,418.73,0.00,x1\n").rows.map((r) => r.amount)).toEqual(["-64.99", "-418.73"]);
+  });
+
+  it("a refund written as a negative purchase is money in for that row only, with a warning", () => {
+    const refund = read("cibc_credit_card_negative_refund.csv");
+    expect(refund.layout).toContain("debit column 3 (money out), credit column 4 (money in)");
+    expect(refund.rows).toEqual(read("cibc_credit_card_sample.csv").rows);
+    expect(refund.warnings).toEqual(["Line 10: -24.86 in the debit column (3) is read as money in (a refund or reversal)."]);
+    expect(read("cibc_credit_card_negative_refund.csv", { preset: "cibc" }).rows).toEqual(refund.rows);
+    // A bank that writes every withdrawal negative still means money out.
+    expect(readText("09/02/2025,FEE,-19.00,,100.00\n09/15/2025,DEPOSIT,,50.00,150.00\n09/16/2025,FEE,-1.00,,149.00\n").rows.map((r) => r.amount))
+      .toEqual(["-19.00", "50.00", "-1.00"]);
+  });
+
+  it("0.00 in the column a row does not use is no amount: the deposit is kept, withdrawals stay out", () => {
+    const text = "09/02/2025,MONTHLY ACCOUNT FEE,19.00,0.00,6399.35\n09/03/2025,GC 0412-DEPOSIT,0.00,1250.00,7649.35\n" +
+      "09/04/2025,BALANCE INQUIRY,0.00,0.00,7649.35\n09/15/2025,PAYROLL SVC PAY,1980.55,0.00,5668.80\n";
+    const detected = readText(text);
+    expect(detected.layout).toContain("debit column 3 (money out), credit column 4 (money in)");
+    expect(brief(detected.rows)).toEqual([
+      ["2025-09-02", "MONTHLY ACCOUNT FEE", "-19.00", "expense"],
+      ["2025-09-03", "GC 0412-DEPOSIT", "1250.00", "income"],
+      ["2025-09-15", "PAYROLL SVC PAY", "-1980.55", "expense"],
+    ]);
+    expect(detected.warnings).toEqual(["Line 3: the amount is 0.00; the row is left out."]);
+    expect(readText(text, { preset: "td" }).rows).toEqual(detected.rows);
+  });
+
+  it("a Debit/Credit (DR/CR, D/C) indicator column named by the header says the side of an unsigned amount", () => {
+    const { rows, layout } = readText("Date,Description,Amount,Debit/Credit\n2025-09-02,FEE,19.00,DR\n2025-09-03,DEPOSIT,50.00,CR\n2025-09-04,REVERSAL,-5.00,Debit\n");
+    expect(layout).toContain('amount "Amount" (column 3), money out where "Debit/Credit" (column 4) says DR (debit), in where CR (credit)');
+    expect(rows.map((r) => r.amount)).toEqual(["-19.00", "50.00", "5.00"]);
+    expect(readText("Date,Description,Amount,D/C\n2025-09-02,FEE,19.00,D\n2025-09-03,DEPOSIT,50.00,C\n").rows.map((r) => r.amount)).toEqual(["-19.00", "50.00"]);
+    expect(readText("Date,Description,Amount,Transaction Type\n2025-09-02,FEE,19.00,DEBIT\n2025-09-03,DEPOSIT,50.00,CREDIT\n").rows.map((r) => r.amount)).toEqual(["-19.00", "50.00"]);
+    expect(failure(() => readText("Date,Description,Amount,DR/CR\n2025-09-02,FEE,19.00,DR\n2025-09-03,DEPOSIT,50.00,XX\n")))
+      .toBe('Line 3: "XX" in column 4 is not a debit/credit indicator (DR or CR, D or C, Debit or Credit).');
+    // Not named by the header: refused; --map says it.
+    expect(failure(() => readText("2025-09-02,FEE,19.00,DR\n2025-09-03,DEPOSIT,50.00,CR\n"))).toMatch(/^Cannot tell money in from money out: column 4 holds debit\/credit words \(DR, CR\).*indicator=COL/);
+    expect(failure(() => readText("Date,Description,Amount,Code\n2025-09-02,FEE,19.00,DR\n2025-09-03,DEPOSIT,50.00,CR\n"))).toMatch(/^Cannot tell money in from money out: "Code" \(column 4\)/);
+    expect(readText("2025-09-02,FEE,19.00,DR\n2025-09-03,DEPOSIT,50.00,CR\n", { map: "date=1,description=2,amount=3,indicator=4" }).rows.map((r) => r.amount)).toEqual(["-19.00", "50.00"]);
+    // A column headed Debit/Credit that holds signed amounts is a signed amount.
+    expect(readText("Date,Description,Debit/Credit,Balance\n2025-09-02,FEE,-19.00,100.00\n2025-09-03,DEPOSIT,50.00,150.00\n").rows.map((r) => r.amount)).toEqual(["-19.00", "50.00"]);
+  });
+
+  it("refuses, never guesses money in: one unsigned amount column, or debit/credit columns whose signs disagree", () => {
+    expect(failure(() => readText("2025-09-02,FEE,19.00\n2025-09-03,DEPOSIT,50.00\n"))).toMatch(refusal);
+    expect(failure(() => readText("Date,Description,Amount\n2025-09-02,FEE,19.00\n2025-09-03,DEPOSIT,50.00\n"))).toMatch(refusal);
+    expect(failure(() => readText("2025-09-02,FEE,19.00,1000.00\n2025-09-03,DEPOSIT,50.00,1050.00\n"))).toMatch(refusal);
+    // As many refunds as purchases, or negative credits: a signed amount per currency as well.
+    expect(failure(() => readText("2025-09-02,A,64.99,,x1\n2025-09-03,REFUND,-24.86,,x1\n2025-09-04,PAYMENT,,100.00,x1\n"))).toMatch(refusal);
+    expect(failure(() => readText("2025-09-02,A,64.99,,x1\n2025-09-03,B,,-24.86,x1\n2025-09-04,PAYMENT,,100.00,x1\n"))).toMatch(refusal);
+    // Purchases and a refund, no payment: a signed column or debits with a refund.
+    expect(failure(() => readText("2025-09-02,A,64.99,,x1\n2025-09-03,REFUND,-24.86,,x1\n2025-09-04,B,10.00,,x1\n"))).toMatch(refusal);
+    // The operator who says it is heard: a preset, or --map.
+    expect(readText("2025-09-02,FEE,19.00\n2025-09-03,DEPOSIT,50.00\n", { map: "date=1,description=2,amount=3" }).rows.map((r) => r.amount)).toEqual(["19.00", "50.00"]);
+    expect(readText("2025-09-02,A,64.99,,x1\n2025-09-03,REFUND,-24.86,,x1\n", { preset: "cibc" }).rows.map((r) => r.amount)).toEqual(["-64.99", "24.86"]);
+  });
+});
+
+describe("currency", () => {
+  it("RBC: CAD for the CAD$ column, USD for USD$; OFX: CURDEF; other files say none", () => {
+    expect(read("rbc_chequing_sample.csv").currency).toBe("CAD");
+    expect(read("rbc_chequing_sample.csv", { preset: "rbc" }).currency).toBe("CAD");
+    const usd = read("rbc_usd_sample.csv");
+    expect(usd.currency).toBe("USD");
+    expect(usd.rows.map((r) => [r.amount, r.currency])).toEqual([["-142.37", "USD"], ["820.00", "USD"], ["-10.95", "USD"]]);
+    expect(read("rbc_usd_sample.csv", { preset: "rbc" }).currency).toBe("USD");
+    expect(read("chequing_sample_ofx102.ofx").currency).toBe("CAD");
+    expect(read("chequing_sample_ofx102_usd.ofx").currency).toBe("USD");
+    expect(read("chequing_sample_ofx102_usd.ofx").layout).toMatch(/^OFX 1\.x \(SGML\), currency USD/);
+    expect(readText(sample("chequing_sample_ofx102.ofx").toString().replace("<CURDEF>CAD\n", "")).currency).toBeNull();
+    expect(read("td_chequing_sample.csv").currency).toBeNull();
+    expect(read("cibc_credit_card_sample.csv").rows.every((r) => r.currency === undefined)).toBe(true);
+  });
+
+  it("a file mixing currencies is refused, naming the first line of the second currency", () => {
+    const message = "Line 5: the amount is in USD, the rows before it in CAD (from line 2): a file must hold one currency. Export each currency's transactions to a file of its own.";
+    expect(failure(() => read("rbc_mixed_currency.csv"))).toBe(message);
+    expect(failure(() => read("rbc_mixed_currency.csv", { preset: "rbc" }))).toBe(message);
   });
 });
 
@@ -189,6 +287,20 @@ describe("bad files: a message naming the line, nothing read", () => {
     expect(failure(() => readText("OFXHEADER:100\n\n<OFX><BANKMSGSRSV1></BANKMSGSRSV1></OFX>"))).toMatch(/no bank or credit-card statement/);
     const badOfx = sample("chequing_sample_ofx102.ofx").toString().replace("<DTPOSTED>20250903120000.000[-4:EDT]", "<DTPOSTED>2025-09-03");
     expect(failure(() => readText(badOfx))).toBe('Line 53: "2025-09-03" is not an OFX date (YYYYMMDD…) in <DTPOSTED>.');
+  });
+});
+
+describe("dates the books take: 1900-01-01 to 2199-12-31", () => {
+  it("a date outside them names its line, in a CSV and in an OFX file", () => {
+    expect(failure(() => readText("2025-09-02,FEE,-1.00\n2500-09-03,FEE,-2.00\n2025-09-04,DEPOSIT,3.00\n")))
+      .toBe('Line 2: "2500-09-03" is outside the dates the books take (1900-01-01 to 2199-12-31).');
+    expect(failure(() => readText("09/02/2025,FEE,-1.00\n12/31/2200,FEE,-2.00\n09/15/2025,DEPOSIT,3.00\n")))
+      .toBe('Line 2: "12/31/2200" is outside the dates the books take (1900-01-01 to 2199-12-31).');
+    expect(failure(() => readText("1899-12-31,FEE,-1.00\n2025-09-04,DEPOSIT,3.00\n")))
+      .toBe('Line 1: "1899-12-31" is outside the dates the books take (1900-01-01 to 2199-12-31).');
+    expect(readText("2199-12-31,FEE,-1.00\n1900-01-01,DEPOSIT,3.00\n").rows.map((r) => r.transactionDate)).toEqual(["2199-12-31", "1900-01-01"]);
+    const ofx = sample("chequing_sample_ofx102.ofx").toString().replace("<DTPOSTED>20250903120000.000[-4:EDT]", "<DTPOSTED>22000903");
+    expect(failure(() => readText(ofx))).toBe('Line 53: <DTPOSTED> "22000903" is outside the dates the books take (1900-01-01 to 2199-12-31).');
   });
 });
 

@@ -221,3 +221,55 @@ describe("import_bank_csv: preview, dry run and refusals", () => {
     expect(await batches(t.organizationId)).toBe(0);
   });
 });
+
+describe("import_bank_csv: review findings (sides of money, currency, lines in SQL's messages)", () => {
+  it("a CIBC card file with no payment in the period imports its purchases as money out", async () => {
+    const { t, card } = await tenantWithCard();
+    const r = await importFile("cibc_credit_card_no_payment.csv", "--org-name", t.name, "--payment-account", "Business Visa", "--json");
+    expect(r.code).toBe(0);
+    expect(r.json).toMatchObject({ importedCount: 8, warnings: [] });
+    const events = await eventsOn(card);
+    expect(events).toHaveLength(8);
+    expect(events.every((e) => e.direction === "out" && e.event_type === "expense")).toBe(true);
+  });
+
+  it("a file with one unsigned amount column is refused, never read as money in: nothing written", async () => {
+    const { t, card } = await tenantWithCard();
+    const r = await importFile("card_unsigned_amount.csv", "--org-name", t.name, "--payment-account", "Business Visa", "--json");
+    expect(r.code).toBe(1);
+    expect(r.json.error).toMatch(/^data\/samples\/bank\/card_unsigned_amount\.csv: Cannot tell money in from money out: "Amount" \(column 3\) holds no negative amount.*--preset.*debit=COL,credit=COL.*amount=COL/);
+    expect(await eventsOn(card)).toHaveLength(0);
+    expect(await batches(t.organizationId)).toBe(0);
+  });
+
+  it("amounts in USD (RBC's USD$ column, an OFX CURDEF USD) are refused for a CAD organization, the dry run too: nothing written", async () => {
+    const { t, chequing } = await tenantWithCard();
+    const message = "currency must be the organization's currency (CAD).";
+    for (const file of ["rbc_usd_sample.csv", "chequing_sample_ofx102_usd.ofx"]) {
+      for (const dry of [[], ["--dry-run"]]) {
+        const r = await importFile(file, "--org-name", t.name, "--payment-account", "Chequing", ...dry, "--json");
+        expect(r.code).toBe(1);
+        expect(r.json.error).toBe(`data/samples/bank/${file}: the amounts are in USD; ${message}`);
+      }
+    }
+    const mixed = await importFile("rbc_mixed_currency.csv", "--org-name", t.name, "--payment-account", "Chequing", "--json");
+    expect(mixed.code).toBe(1);
+    expect(mixed.json.error).toMatch(/^data\/samples\/bank\/rbc_mixed_currency\.csv: Line 5: the amount is in USD, the rows before it in CAD/);
+    expect(await eventsOn(chequing)).toHaveLength(0);
+    expect(await batches(t.organizationId)).toBe(0);
+    // The file's CAD goes to import_bank_statement as its currency, which takes it.
+    const cad = await importFile("rbc_chequing_sample.csv", "--org-name", t.name, "--payment-account", "Chequing", "--json");
+    expect(cad.json).toMatchObject({ importedCount: 25, currency: "CAD" });
+  });
+
+  it("a row SQL refuses is named by its file line, rows left out (0.00) counted", async () => {
+    const { t, chequing } = await tenantWithCard();
+    for (const dry of [["--dry-run"], []]) {
+      const r = await importFile("td_chequing_long_description.csv", "--org-name", t.name, "--payment-account", "Chequing", ...dry, "--json");
+      expect(r.code).toBe(1);
+      expect(r.json.error).toBe("data/samples/bank/td_chequing_long_description.csv: Line 5: description must be at most 500 characters.");
+    }
+    expect(await eventsOn(chequing)).toHaveLength(0);
+    expect(await batches(t.organizationId)).toBe(0);
+  });
+});

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { BankFileError, readBankFile, type StatementRow } from "../imports/bank-files/index.js";
-import { CliError, organizationByName, required, sql, type Command, type CommandContext } from "./command.js";
+import { CliError, required, sql, type Command, type CommandContext } from "./command.js";
 
 const string = { type: "string" } as const;
 
@@ -13,7 +13,7 @@ interface DuplicateCheck { rowIndex: number; isDuplicate: boolean; isPossibleDup
 export const bankImportCommands: Record<string, Command> = {
   import_bank_csv: {
     usage: "import_bank_csv FILE --org-name N --payment-account NAME [--preset rbc|td|cibc] " +
-      "[--map date=COL,description=COL,amount=COL | --map date=COL,description=COL,debit=COL,credit=COL] " +
+      "[--map date=COL,description=COL,amount=COL[,indicator=COL] | --map date=COL,description=COL,debit=COL,credit=COL] " +
       "[--date-format M/D/YYYY|D/M/YYYY|YYYY-MM-DD] [--dry-run]",
     options: {
       "org-name": string, "payment-account": string, preset: string, map: string, "date-format": string,
@@ -26,13 +26,20 @@ export const bankImportCommands: Record<string, Command> = {
       const dryRun = ctx.args.values["dry-run"] === true;
       const statement = readStatement(file, ctx);
 
-      const org = await organizationByName(ctx.db, orgName);
+      const [org] = await sql<{ id: string; name: string; functional_currency: string }>(ctx.db,
+        "select id, name, functional_currency from app_private.organization_by_name($1)", [orgName]);
       const [{ id: accountId }] = await sql<{ id: string }>(ctx.db,
         "select app_private.payment_account_by_name($1, $2) as id", [org.id, accountName]);
-      // The SQL functions take exactly BankStatementRowInput: the line stays here, for the preview.
-      const rowsJson = JSON.stringify(statement.rows.map(({ line: _line, ...row }) => row));
-      const [{ checks }] = await sql<{ checks: DuplicateCheck[] }>(ctx.db,
-        "select app_private.check_bank_statement_dups($1, $2, $3::jsonb) as checks", [org.id, accountId, rowsJson]);
+      // Amounts in another currency would be booked as the organization's: refused before anything
+      // (the dry run too), as import_bank_statement refuses them.
+      if (statement.currency !== null && statement.currency !== org.functional_currency) {
+        throw new CliError(`${file}: the amounts are in ${statement.currency}; currency must be the organization's currency (${org.functional_currency}).`);
+      }
+      // The SQL functions take exactly BankStatementRowInput: the line and the currency stay here.
+      const rowsJson = JSON.stringify(statement.rows.map(({ line: _line, currency: _currency, ...row }) => row));
+      const onRows = <T>(query: Promise<T>) => withLines(query, file, statement.rows);
+      const [{ checks }] = await onRows(sql<{ checks: DuplicateCheck[] }>(ctx.db,
+        "select app_private.check_bank_statement_dups($1, $2, $3::jsonb) as checks", [org.id, accountId, rowsJson]));
       const flags = new Map(checks.map((c) => [c.rowIndex, c]));
       const preview = statement.rows.map((row, i) => {
         const check = flags.get(i);
@@ -47,9 +54,9 @@ export const bankImportCommands: Record<string, Command> = {
       } else {
         // The whole file in one call: the duplicate rules pair identical rows one to one, which
         // chunks would break, and one call writes all of it or nothing.
-        const [{ result }] = await sql<{ result: { importedCount: number; skippedCount: number; batchId: string } }>(ctx.db,
-          "select app_private.import_bank_statement($1, $2, null, $3::jsonb, $4) as result",
-          [org.id, accountId, rowsJson, path.basename(file)]);
+        const [{ result }] = await onRows(sql<{ result: { importedCount: number; skippedCount: number; batchId: string } }>(ctx.db,
+          "select app_private.import_bank_statement($1, $2, $3, $4::jsonb, $5) as result",
+          [org.id, accountId, statement.currency, rowsJson, path.basename(file)]));
         ({ importedCount, skippedCount, batchId } = result);
       }
 
@@ -58,7 +65,7 @@ export const bankImportCommands: Record<string, Command> = {
         : `Imported ${importedCount} rows into "${accountName}", skipped ${skippedCount} duplicates (batch ${batchId}).`;
       return {
         result: {
-          organizationId: org.id, paymentAccountId: accountId, file: path.basename(file), layout: statement.layout,
+          organizationId: org.id, paymentAccountId: accountId, file: path.basename(file), layout: statement.layout, currency: statement.currency,
           warnings: statement.warnings, rows: preview, importedCount, skippedCount, batchId, dryRun,
         },
         text: [`Read ${file}: ${statement.layout}.`, ...statement.warnings.map((w) => `Warning: ${w}`), table(preview), summary].join("\n"),
@@ -66,6 +73,22 @@ export const bankImportCommands: Record<string, Command> = {
     },
   },
 };
+
+/**
+ * The SQL functions name a bad row by its 0-based index in the rows sent ("Row 3: …"); the
+ * operator knows the file's lines. Rows the reader left out (zero amounts) are not sent, so the
+ * index is looked up, not computed.
+ */
+async function withLines<T>(query: Promise<T>, file: string, rows: StatementRow[]): Promise<T> {
+  try {
+    return await query;
+  } catch (e) {
+    const m = e instanceof CliError ? /^Row (\d+)\b:?\s*(.*)$/s.exec(e.message) : null;
+    const row = m ? rows[Number(m[1])] : undefined;
+    if (m && row) throw new CliError(`${file}: Line ${row.line}: ${m[2].replace(/^must/, "the row must")}`);
+    throw e;
+  }
+}
 
 function onlyFile(ctx: CommandContext): string {
   const { positionals } = ctx.args;

@@ -1,4 +1,4 @@
-import { parseAmount } from "./amounts.js";
+import { isZero, parseAmount } from "./amounts.js";
 import { isDateShaped, type DateOrder } from "./dates.js";
 import { BankFileError } from "./row.js";
 
@@ -9,9 +9,17 @@ export interface CsvLayout {
   description: number[];
   /**
    * `signed`: the first filled of these columns, signed as written (RBC: CAD$ or USD$).
-   * `split`: unsigned debit (money out) and credit (money in) columns, one filled per row (TD, CIBC).
+   * `signed` may name each column's currency (RBC: CAD$ is CAD, USD$ is USD).
+   * `split`: unsigned debit (money out) and credit (money in) columns, one filled per row (TD, CIBC);
+   * a zero counts as empty; a negative amount turns a row's side over (a refund in the debit column
+   * is money in), unless every amount of the column is negative (the bank's way of writing it).
+   * `indicated`: an unsigned amount (first filled of these columns) that a DR/CR indicator column
+   * says is money out (DR, D, Debit) or in (CR, C, Credit).
    */
-  amount: { kind: "signed"; columns: number[] } | { kind: "split"; debit: number; credit: number };
+  amount:
+    | { kind: "signed"; columns: number[]; currencies?: (string | undefined)[] }
+    | { kind: "split"; debit: number; credit: number }
+    | { kind: "indicated"; columns: number[]; indicator: number };
   memo?: number;
   reference?: number;
   /** The date orders the bank writes (a preset's); detection picks among them. */
@@ -23,7 +31,7 @@ export type PresetName = "rbc" | "td" | "cibc";
 /** The layouts of the sample exports (data/samples/bank/README.md). Extra columns (account, balance, card) are ignored. */
 export const PRESETS: Record<PresetName, CsvLayout> = {
   // Account Type, Account Number, Transaction Date, Cheque Number, Description 1, Description 2, CAD$, USD$
-  rbc: { date: 2, description: [4, 5], amount: { kind: "signed", columns: [6, 7] }, dateOrders: ["MDY"] },
+  rbc: { date: 2, description: [4, 5], amount: { kind: "signed", columns: [6, 7], currencies: ["CAD", "USD"] }, dateOrders: ["MDY"] },
   // date, description, withdrawal, deposit, balance
   td: { date: 0, description: [1], amount: { kind: "split", debit: 2, credit: 3 }, dateOrders: ["MDY"] },
   // date, description, debit, credit, masked card number; ISO dates, MM/DD/YYYY after a re-save
@@ -55,17 +63,19 @@ const isNegativeCell = (cell: string) => (parseAmount(cell).value ?? "").startsW
 const cell = (r: CsvRecord, column: number) => (r.cells[column] ?? "").trim();
 
 /**
- * `--map date=COL,description=COL,amount=COL` or `…,debit=COL,credit=COL`, optionally `memo=COL`
- * and `reference=COL`. COL is a 1-based column number or a header name; `A+B` joins two columns
- * (description) or takes the first filled of them (amount).
+ * `--map date=COL,description=COL,amount=COL` or `…,debit=COL,credit=COL`, optionally `memo=COL`,
+ * `reference=COL` and, beside an unsigned amount, `indicator=COL` (a DR/CR column). COL is a
+ * 1-based column number or a header name; `A+B` joins two columns (description) or takes the
+ * first filled of them (amount). An amount column headed `CAD$`, `USD$`… is in that currency.
  */
 export function mapLayout(spec: string, header: CsvRecord | undefined): CsvLayout {
+  const keys = ["date", "description", "amount", "debit", "credit", "indicator", "memo", "reference"];
   const fields = new Map<string, number[]>();
   for (const part of spec.split(",")) {
     const eq = part.indexOf("=");
     const key = part.slice(0, eq).trim().toLowerCase();
-    if (eq < 0 || !["date", "description", "amount", "debit", "credit", "memo", "reference"].includes(key)) {
-      throw new BankFileError(`--map: "${part.trim()}" is not FIELD=COL with FIELD one of date, description, amount, debit, credit, memo, reference.`);
+    if (eq < 0 || !keys.includes(key)) {
+      throw new BankFileError(`--map: "${part.trim()}" is not FIELD=COL with FIELD one of ${keys.join(", ")}.`);
     }
     if (fields.has(key)) throw new BankFileError(`--map names ${key} twice.`);
     fields.set(key, part.slice(eq + 1).split("+").map((c) => mapColumn(c, header)));
@@ -78,13 +88,17 @@ export function mapLayout(spec: string, header: CsvRecord | undefined): CsvLayou
   const date = one("date");
   const description = fields.get("description");
   const amount = fields.get("amount");
-  const [debit, credit] = [one("debit"), one("credit")];
+  const [debit, credit, indicator] = [one("debit"), one("credit"), one("indicator")];
   if (date === undefined || !description || (!amount && (debit === undefined || credit === undefined)) || (amount && (debit !== undefined || credit !== undefined))) {
     throw new BankFileError("--map needs date, description and either amount or both debit and credit: date=COL,description=COL,amount=COL or date=COL,description=COL,debit=COL,credit=COL.");
   }
+  if (indicator !== undefined && !amount) throw new BankFileError("--map: indicator=COL goes with amount=COL (the amount it says is a debit or a credit).");
+  const currencies = amount?.map((c) => currencyOfHeader(header?.cells[c]));
   return {
     date, description,
-    amount: amount ? { kind: "signed", columns: amount } : { kind: "split", debit: debit!, credit: credit! },
+    amount: !amount ? { kind: "split", debit: debit!, credit: credit! }
+      : indicator !== undefined ? { kind: "indicated", columns: amount, indicator }
+      : { kind: "signed", columns: amount, ...(currencies?.some((c) => c) ? { currencies } : {}) },
     memo: one("memo"), reference: one("reference"),
   };
 }
@@ -104,21 +118,46 @@ function mapColumn(text: string, header: CsvRecord | undefined): number {
   return index;
 }
 
-/** Per-column facts over the data rows, which detection reads. */
-interface ColumnFacts { filled: number; dates: number; amounts: number; negatives: number; distinct: number }
+/** Per-column facts over the data rows, which detection reads. A zero amount ("0.00") is no amount. */
+interface ColumnFacts {
+  filled: number; dates: number; amounts: number; distinct: number;
+  /** Non-zero amounts, and how many of them are negative. */
+  present: number; negatives: number;
+  /** Cells that are a debit/credit indicator word (DR, CR, D, C, Debit, Credit), and which way. */
+  indicators: number; debitWords: number; creditWords: number;
+}
 
 function columnFacts(data: CsvRecord[]): ColumnFacts[] {
   const width = Math.max(0, ...data.map((r) => r.cells.length));
   return Array.from({ length: width }, (_, c) => {
     const values = data.map((r) => cell(r, c)).filter((v) => v !== "");
+    const words = values.map(indicatorDirection);
     return {
       filled: values.length,
       dates: values.filter(isDateShaped).length,
       amounts: values.filter(isAmountCell).length,
-      negatives: values.filter(isNegativeCell).length,
       distinct: new Set(values).size,
+      present: values.filter(isPresentAmount).length,
+      negatives: values.filter(isNegativeCell).length,
+      indicators: words.filter((w) => w !== undefined).length,
+      debitWords: words.filter((w) => w === "out").length,
+      creditWords: words.filter((w) => w === "in").length,
     };
   });
+}
+
+/** An amount that is not zero: "0.00" in the column a row does not use counts as empty. */
+export const isPresentAmount = (cell: string) => {
+  const value = cell.trim() === "" ? undefined : parseAmount(cell).value;
+  return value !== undefined && !isZero(value);
+};
+
+/** DR / D / Debit: money out of the account; CR / C / Credit: money in. Undefined: not an indicator. */
+export function indicatorDirection(cell: string): "out" | "in" | undefined {
+  const word = cell.trim().toLowerCase().replace(/\.$/, "");
+  if (["dr", "d", "db", "debit", "débit"].includes(word)) return "out";
+  if (["cr", "c", "credit", "crédit"].includes(word)) return "in";
+  return undefined;
 }
 
 const HEADER_NAMES = {
@@ -127,16 +166,40 @@ const HEADER_NAMES = {
   debit: /debit|withdraw|retrait|paid out|money out|^out$/i,
   credit: /credit|deposit|d[ée]p[oô]t|paid in|money in|^in$/i,
   signed: /amount|montant|^[A-Z]{3}\s?\$$|^\$$/i,
+  /** A column that says, per row, whether the amount beside it is a debit or a credit. */
+  indicator: /^(?:(?:dr|cr|d|c|debit|credit)\s*(?:\/|\bor\b|-|\|)\s*(?:dr|cr|d|c|debit|credit)|(?:(?:dr|debit)\s*\/?\s*(?:cr|credit)\s*)?(?:indicator|flag))$/i,
+  /** A name that may hold indicator words ("Type": DEBIT/CREDIT) or other things ("Type": POS, ATM). */
+  maybeIndicator: /^(?:(?:transaction\s*)?type|sign|dr\s*cr)$/i,
 };
+
+/** `CAD$` → CAD: the currency of an amount column, when its header names it (RBC). */
+export function currencyOfHeader(name: string | undefined): string | undefined {
+  const m = /^([A-Z]{3})\s?\$$/i.exec((name ?? "").trim());
+  return m ? m[1].toUpperCase() : undefined;
+}
+
+const HOW_TO_SAY = "Give --preset rbc|td|cibc, or --map date=COL,description=COL,debit=COL,credit=COL " +
+  "(withdrawals or purchases, deposits or payments), or --map date=COL,description=COL,amount=COL (a signed amount, negative = money out).";
+const cannotTell = (why: string, first?: string) =>
+  new BankFileError(`Cannot tell money in from money out: ${why}. ${first ? `${first} Otherwise: ${HOW_TO_SAY.charAt(0).toLowerCase()}${HOW_TO_SAY.slice(1)}` : HOW_TO_SAY}`);
 
 /**
  * The layout read from the file itself. A header row's names are used when they say enough (RBC);
- * otherwise the content decides (TD, CIBC, which have none):
+ * otherwise the content decides (TD, CIBC, which have none). Money in and money out must be
+ * established, never guessed: when they cannot be, the file is refused (give --preset or --map).
  * - date: the column whose cells are dates (the first such, a "transaction" date before a posting date);
- * - amount: two neighbouring unsigned number columns with exactly one filled per row are debit and
- *   credit (a running balance is filled on every row, so it never pairs); else the first number
- *   column with negative values is a signed amount (with neighbours filled where it is empty: one
- *   column per currency); else the first number column filled on every row;
+ * - amount, by header names: Debit/Withdrawal and Credit/Deposit columns; an unsigned Amount with
+ *   a DR/CR (D/C, Debit/Credit) indicator column that the header names; a signed Amount (or one
+ *   column per currency, CAD$ and USD$), which must hold a negative amount;
+ * - amount, by content (zero amounts count as empty):
+ *   - two neighbouring number columns with at most one amount per row are debit and credit (a
+ *     running balance is filled on every row, so it never pairs); a few negative amounts in the
+ *     debit column are refunds; negatives anywhere else leave the sides unknown: refused;
+ *   - with no header, in a file shaped like TD's or CIBC's (4 or 5 columns), an unsigned amount
+ *     column followed by an empty (or all-zero) column is a debit column whose credit column holds
+ *     nothing this period (a card with no payment, an account with no deposit);
+ *   - else the first number column holding negative amounts is a signed amount;
+ *   - an unsigned amount column alone is refused.
  * - description: of the remaining text columns, the one with the most different values (an
  *   account type or a masked card number repeats).
  */
@@ -144,6 +207,7 @@ export function detectLayout(header: CsvRecord | undefined, data: CsvRecord[]): 
   const facts = columnFacts(data);
   const warnings: string[] = [];
   const names = header?.cells.map((c) => c.trim()) ?? [];
+  const label = (i: number) => (names[i] ? `"${names[i]}" (column ${i + 1})` : `column ${i + 1}`);
   const named = (re: RegExp, exclude: number[] = []) =>
     names.map((n, i) => (re.test(n) && !exclude.includes(i) ? i : -1)).filter((i) => i >= 0);
 
@@ -152,14 +216,43 @@ export function detectLayout(header: CsvRecord | undefined, data: CsvRecord[]): 
   const date = dateColumns.find((i) => /trans/i.test(names[i] ?? "")) ?? dateColumns[0];
 
   const numberColumn = (i: number) => i !== date && facts[i].filled > 0 && facts[i].amounts === facts[i].filled;
-  let amount: CsvLayout["amount"] | undefined;
-  const [namedDebit, namedCredit] = [named(HEADER_NAMES.debit, [date]), named(HEADER_NAMES.credit, [date])];
-  const namedSigned = named(HEADER_NAMES.signed, [date]);
-  // One "Debit/Credit" column is a DR/CR indicator, not a pair of amount columns.
-  if (namedDebit.length === 1 && namedCredit.length === 1 && namedDebit[0] !== namedCredit[0]) amount = { kind: "split", debit: namedDebit[0], credit: namedCredit[0] };
-  else if (namedSigned.length > 0) amount = { kind: "signed", columns: namedSigned };
-  else amount = detectAmount(data, facts, numberColumn, warnings);
-  const amountColumns = amount.kind === "signed" ? amount.columns : [amount.debit, amount.credit];
+  const allIndicators = (i: number) => i !== date && facts[i].filled === data.length && facts[i].indicators === data.length;
+  // A "Debit/Credit" column holding amounts is a signed amount, not an indicator.
+  const indicatorColumns = [
+    ...named(HEADER_NAMES.indicator, [date]),
+    ...named(HEADER_NAMES.maybeIndicator, [date]).filter(allIndicators),
+  ].filter((i) => !numberColumn(i));
+  const notAmounts = [date, ...indicatorColumns];
+  let amount: CsvLayout["amount"];
+  const [namedDebit, namedCredit] = [named(HEADER_NAMES.debit, notAmounts), named(HEADER_NAMES.credit, notAmounts)];
+  const namedSigned = named(HEADER_NAMES.signed, notAmounts);
+  if (namedDebit.length === 1 && namedCredit.length === 1 && namedDebit[0] !== namedCredit[0]) {
+    amount = { kind: "split", debit: namedDebit[0], credit: namedCredit[0] };
+  } else if (indicatorColumns.length > 0) {
+    const indicator = indicatorColumns[0];
+    const columns = namedSigned.length > 0 ? namedSigned : facts.map((_, i) => i).filter((i) => numberColumn(i) && facts[i].filled === data.length).slice(0, 1);
+    if (columns.length === 0) throw cannotTell(`${label(indicator)} says debit or credit, but no column holds an amount on every row`);
+    amount = { kind: "indicated", columns, indicator };
+  } else {
+    // DR and CR words in a column the header does not name: an indicator perhaps, perhaps not.
+    const unnamed = facts.findIndex((f, i) => allIndicators(i) && f.debitWords > 0 && f.creditWords > 0);
+    if (unnamed >= 0) {
+      throw cannotTell(`${label(unnamed)} holds debit/credit words (${[...new Set(data.map((r) => cell(r, unnamed)))].slice(0, 4).join(", ")}) ` +
+        `but ${header ? "its header does not say it is a debit/credit indicator" : "the file has no header row to say it is a debit/credit indicator"}`,
+        `If it is one, give --map date=COL,description=COL,amount=COL,indicator=COL.`);
+    }
+    if (namedSigned.length > 0) {
+      if (namedSigned.every((i) => facts[i]?.negatives === 0)) {
+        throw cannotTell(`${namedSigned.map(label).join(" and ")} ${namedSigned.length > 1 ? "hold" : "holds"} no negative amount and no column says which rows are debits`);
+      }
+      const currencies = namedSigned.map((i) => currencyOfHeader(names[i]));
+      amount = { kind: "signed", columns: namedSigned, ...(currencies.some((c) => c) ? { currencies } : {}) };
+    } else {
+      amount = detectAmount(header, data, facts, numberColumn);
+    }
+  }
+  const amountColumns = amount.kind === "split" ? [amount.debit, amount.credit]
+    : amount.kind === "indicated" ? [...amount.columns, amount.indicator] : amount.columns;
 
   let description = named(HEADER_NAMES.description, [date, ...amountColumns]);
   if (description.length === 0) {
@@ -171,27 +264,45 @@ export function detectLayout(header: CsvRecord | undefined, data: CsvRecord[]): 
   return { layout: { date, description, amount }, warnings };
 }
 
-function detectAmount(data: CsvRecord[], facts: ColumnFacts[], numberColumn: (i: number) => boolean, warnings: string[]): CsvLayout["amount"] {
+function detectAmount(header: CsvRecord | undefined, data: CsvRecord[], facts: ColumnFacts[], numberColumn: (i: number) => boolean): CsvLayout["amount"] {
+  const present = (r: CsvRecord, c: number) => isPresentAmount(cell(r, c));
+  // Debit and credit columns: neighbours, at most one amount per row, each used somewhere.
   for (let i = 0; i + 1 < facts.length; i++) {
-    if (!numberColumn(i) || !numberColumn(i + 1) || facts[i].negatives + facts[i + 1].negatives > 0) continue;
-    const exactlyOne = data.every((r) => (cell(r, i) !== "") !== (cell(r, i + 1) !== ""));
-    if (exactlyOne) return { kind: "split", debit: i, credit: i + 1 };
+    const [debit, credit] = [facts[i], facts[i + 1]];
+    if (!numberColumn(i) || !numberColumn(i + 1) || debit.present === 0 || credit.present === 0) continue;
+    const pair = data.every((r) => !(present(r, i) && present(r, i + 1)) && (cell(r, i) !== "" || cell(r, i + 1) !== ""));
+    if (!pair) continue;
+    // A refund or reversal is a negative debit, now and then; a bank may also write every debit
+    // negative. Other negatives (a credit column with them, as many refunds as purchases) could as
+    // well be one signed column per currency: the sides are unknown.
+    const debitsRead = debit.negatives === 0 || debit.negatives === debit.present || debit.negatives * 2 < debit.present;
+    if (credit.negatives === 0 && debitsRead) return { kind: "split", debit: i, credit: i + 1 };
+    throw cannotTell(`columns ${i + 1} and ${i + 2} hold one amount per row, like debit and credit columns, but both ` +
+      `positive and negative amounts (${debit.negatives + credit.negatives} negative), so neither their sides nor their signs can be trusted`);
+  }
+  // TD with no deposit in the period, a CIBC card with no payment: the credit column is empty.
+  const width = Math.max(0, ...data.map((r) => r.cells.length));
+  const first = facts.findIndex((f, i) => numberColumn(i) && f.present > 0);
+  if (!header && (width === 4 || width === 5) && first >= 0 && first + 1 < width && facts[first + 1].present === 0
+      && (facts[first + 1].filled === 0 || numberColumn(first + 1))) {
+    const f = facts[first];
+    if (f.negatives === 0 || f.negatives === f.present) return { kind: "split", debit: first, credit: first + 1 };
+    throw cannotTell(`column ${first + 1} holds amounts of both signs and column ${first + 2} is empty: a signed amount, ` +
+      `or debits (with refunds) whose credit column is empty this period`);
   }
   const signed = facts.findIndex((f, i) => numberColumn(i) && f.negatives > 0);
   if (signed >= 0) {
     const columns = [signed];
     // One column per currency: a neighbour filled exactly where this one is empty.
-    for (let n = signed + 1; n < facts.length && numberColumn(n) && data.every((r) => !(cell(r, signed) !== "" && cell(r, n) !== "")); n++) {
+    for (let n = signed + 1; n < facts.length && numberColumn(n) && data.every((r) => !(present(r, signed) && present(r, n))); n++) {
       columns.push(n);
     }
     return { kind: "signed", columns };
   }
-  const always = facts.findIndex((f, i) => numberColumn(i) && f.filled === data.length);
-  if (always >= 0) {
-    warnings.push(`Column ${always + 1} has no negative amounts: every row is read as money in. If the file has withdrawal and deposit columns, give --map.`);
-    return { kind: "signed", columns: [always] };
+  if (first >= 0) {
+    throw cannotTell(`column ${first + 1} holds amounts with no sign (none is negative) and no column says which are money out`);
   }
-  throw new BankFileError("Could not tell which columns hold the amounts: give --map …,amount=COL or …,debit=COL,credit=COL (or a --preset).");
+  throw new BankFileError(`Could not tell which columns hold the amounts. ${HOW_TO_SAY}`);
 }
 
 /** One line telling the operator how the file was read, so a wrong guess is seen before importing. */
@@ -200,9 +311,12 @@ export function describeLayout(layout: CsvLayout, header: CsvRecord | undefined)
     const label = header?.cells[i]?.trim();
     return label ? `"${label}" (column ${i + 1})` : `column ${i + 1}`;
   };
-  const amount = layout.amount.kind === "signed"
-    ? `amount ${layout.amount.columns.map(name).join(" or ")} (signed)`
-    : `debit ${name(layout.amount.debit)} (money out), credit ${name(layout.amount.credit)} (money in)`;
+  const a = layout.amount;
+  const amount = a.kind === "signed"
+    ? `amount ${a.columns.map((c, i) => `${name(c)}${a.currencies?.[i] && !header?.cells[c]?.trim() ? ` (${a.currencies[i]})` : ""}`).join(" or ")} (signed)`
+    : a.kind === "indicated"
+      ? `amount ${a.columns.map(name).join(" or ")}, money out where ${name(a.indicator)} says DR (debit), in where CR (credit)`
+      : `debit ${name(a.debit)} (money out), credit ${name(a.credit)} (money in)`;
   return [
     header ? `header row on line ${header.line}` : "no header row",
     `date ${name(layout.date)}`,

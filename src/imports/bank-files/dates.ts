@@ -38,9 +38,18 @@ export function parseDate(cell: string, order: DateOrder): string | null {
   return isoDate(year, month, day);
 }
 
-/** YYYY-MM-DD when the day exists (2025-02-29 does not), else null. */
+/** The dates the books take (app_private.min_date() and max_date()): a row outside them is refused. */
+export const FIRST_DATE = "1900-01-01";
+export const LAST_DATE = "2199-12-31";
+
+/** Why the books would refuse this ISO date ("outside …"), or undefined when they take it. */
+export function dateOutOfRange(iso: string): string | undefined {
+  return iso < FIRST_DATE || iso > LAST_DATE ? `outside the dates the books take (${FIRST_DATE} to ${LAST_DATE})` : undefined;
+}
+
+/** YYYY-MM-DD when the day exists (2025-02-29 does not), else null. Any 4-digit year: the range is checked apart. */
 export function isoDate(year: number, month: number, day: number): string | null {
-  if (year < 1900 || year > 2999 || month < 1 || month > 12 || day < 1) return null;
+  if (year < 1000 || year > 9999 || month < 1 || month > 12 || day < 1) return null;
   const t = new Date(Date.UTC(year, month - 1, day));
   if (t.getUTCMonth() !== month - 1 || t.getUTCDate() !== day) return null;
   return t.toISOString().slice(0, 10);
@@ -71,11 +80,13 @@ export function detectDateOrder(cells: DateCell[], orders: DateOrder[] = ["MDY",
   return orders[readable.indexOf(best)];
 }
 
-/** Every cell as an ISO date in that order; the first that is not a date stops the file, naming its line. */
+/** Every cell as an ISO date in that order; the first that is not a date (or not one the books take) stops the file, naming its line. */
 export function toIsoDate(cell: DateCell, order: DateOrder): string {
   const iso = parseDate(cell.text, order);
   if (iso === null) {
     throw new BankFileError(`Line ${cell.line}: "${cell.text.trim()}" is not a date (${DATE_FORMAT_LABEL[order]}).`);
   }
+  const outside = dateOutOfRange(iso);
+  if (outside) throw new BankFileError(`Line ${cell.line}: "${cell.text.trim()}" is ${outside}.`);
   return iso;
 }

@@ -22,6 +22,8 @@ export interface BankFile {
   warnings: string[];
   /** How the file was read: format, columns, date order, encoding. */
   layout: string;
+  /** The one currency of the file's amounts (RBC's CAD$ or USD$ column, OFX's CURDEF), or null when the file does not say. */
+  currency: string | null;
 }
 
 /**
@@ -32,7 +34,7 @@ export interface BankFile {
 export function readBankFile(bytes: Uint8Array, options: BankFileOptions = {}): BankFile {
   const { text, encoding } = decodeBankFile(bytes);
   const dateOrder = options.dateFormat ? parseDateFormatOption(options.dateFormat) : undefined;
-  let read: BankFile;
+  let read: Omit<BankFile, "currency">;
   if (looksLikeOfx(text)) {
     if (options.preset || options.map || options.dateFormat) {
       throw new BankFileError("The file is OFX: --preset, --map and --date-format apply to CSV files only.");
@@ -42,5 +44,22 @@ export function readBankFile(bytes: Uint8Array, options: BankFileOptions = {}): 
     read = readCsvStatement(text, { preset: options.preset, map: options.map, dateOrder });
   }
   if (read.rows.length === 0) throw new BankFileError("The file holds no transactions.");
-  return { ...read, layout: `${read.layout}; ${encoding === "utf-8" ? "UTF-8" : encoding === "windows-1252" ? "Windows-1252" : encoding.toUpperCase()}` };
+  const currency = fileCurrency(read.rows);
+  return { ...read, currency, layout: `${read.layout}; ${encoding === "utf-8" ? "UTF-8" : encoding === "windows-1252" ? "Windows-1252" : encoding.toUpperCase()}` };
+}
+
+/**
+ * The currency of the whole file. A file holding amounts in two currencies (RBC's CAD$ and USD$
+ * columns both used, two OFX statements) is refused, naming the first line in the second one: its
+ * rows cannot all be booked in one account's currency.
+ */
+function fileCurrency(rows: StatementRow[]): string | null {
+  const first = rows.find((r) => r.currency);
+  if (!first) return null;
+  const other = rows.find((r) => r.currency && r.currency !== first.currency);
+  if (other) {
+    throw new BankFileError(`Line ${other.line}: the amount is in ${other.currency}, the rows before it in ${first.currency} ` +
+      `(from line ${first.line}): a file must hold one currency. Export each currency's transactions to a file of its own.`);
+  }
+  return first.currency!;
 }

@@ -1,6 +1,6 @@
 import { parseSync } from "ofx-js";
 import { isZero, parseAmount } from "./amounts.js";
-import { isoDate } from "./dates.js";
+import { dateOutOfRange, isoDate } from "./dates.js";
 import { eventTypeFor } from "./event-type.js";
 import { BankFileError, type StatementRow } from "./row.js";
 
@@ -35,19 +35,24 @@ export function readOfxStatement(text: string): { rows: StatementRow[]; warnings
   if (statements.length === 0) throw new BankFileError("The OFX file holds no bank or credit-card statement.");
   const warnings: string[] = [];
   if (statements.length > 1) warnings.push(`The OFX file holds ${statements.length} statements (accounts); all their transactions go to the one payment account.`);
-  const transactions = statements.flatMap((s) => list((s.BANKTRANLIST as Node | undefined)?.STMTTRN as Node | Node[]));
+  // Each transaction with its statement's currency (CURDEF); a transaction's own CURRENCY
+  // aggregate, when present, says its amount is in that currency instead.
+  const transactions = statements.flatMap((s) => list((s.BANKTRANLIST as Node | undefined)?.STMTTRN as Node | Node[])
+    .map((t) => ({ t, currency: (str((t.CURRENCY as Node | undefined)?.CURSYM) || str(s.CURDEF)).toUpperCase() })));
   if (transactions.length === 0) throw new BankFileError("The file holds no transactions.");
 
   // ofx-js keeps no positions: the n-th <STMTTRN> of the text is the n-th transaction.
   const lines = lineNumbers(text, /<STMTTRN>/gi);
   const rows: StatementRow[] = [];
-  transactions.forEach((t, i) => {
+  transactions.forEach(({ t, currency }, i) => {
     const line = lines[i] ?? 0;
     const where = lines[i] ? `Line ${line}` : `Transaction ${i + 1}`;
     const posted = str(t.DTPOSTED);
     const d = /^(\d{4})(\d{2})(\d{2})/.exec(posted);
     const transactionDate = d ? isoDate(Number(d[1]), Number(d[2]), Number(d[3])) : null;
     if (!transactionDate) throw new BankFileError(`${where}: "${posted}" is not an OFX date (YYYYMMDD…) in <DTPOSTED>.`);
+    const outside = dateOutOfRange(transactionDate);
+    if (outside) throw new BankFileError(`${where}: <DTPOSTED> "${posted}" is ${outside}.`);
     const amount = parseAmount(str(t.TRNAMT), { decimalComma: true });
     if (amount.problem) throw new BankFileError(`${where}: "${str(t.TRNAMT)}" in <TRNAMT> ${amount.problem}.`);
     if (isZero(amount.value!)) {
@@ -62,10 +67,10 @@ export function readOfxStatement(text: string): { rows: StatementRow[]; warnings
     rows.push({
       line, transactionDate, description, amount: amount.value!,
       eventType: eventTypeFor(description, amount.value!, str(t.TRNTYPE)),
-      ...(name && memo ? { memo } : {}), ...(reference ? { reference } : {}),
+      ...(name && memo ? { memo } : {}), ...(reference ? { reference } : {}), ...(currency ? { currency } : {}),
     });
   });
-  const currency = statements.map((s) => str(s.CURDEF)).find((c) => c);
+  const currency = statements.map((s) => str(s.CURDEF).toUpperCase()).find((c) => c);
   return { rows, warnings, layout: `OFX ${/^\s*OFXHEADER\s*:/i.test(text) ? "1.x (SGML)" : "2.x (XML)"}${currency ? `, currency ${currency}` : ""}` };
 }
 

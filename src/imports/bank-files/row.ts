@@ -10,6 +10,12 @@ export interface StatementRow {
   eventType: EventType;
   memo?: string;
   reference?: string;
+  /**
+   * The currency the file gives the amount (RBC: CAD for the CAD$ column, USD for USD$; OFX: the
+   * statement's CURDEF), absent when the file does not say. Never sent to SQL per row: the file's
+   * one currency goes as import_bank_statement's currency argument.
+   */
+  currency?: string;
 }
 
 export type EventType = "expense" | "income" | "transfer";
