@@ -56,7 +56,7 @@ describe("importBankStatement", () => {
     ]);
     // The audit trail says where each event came from.
     const { rows: audit } = await h.owner.query(
-      `select a.action, a.changes -> 'source' ->> 'new' source, a.changes -> 'import_batch_id' ->> 'new' batch
+      `select a.action, a.changes ->> 'source' source, a.changes ->> 'import_batch_id' batch
          from app_public.ledger_event_audit a join app_public.ledger_events e on e.id = a.event_id where e.payment_account_id = $1`, [bank]);
     expect(audit).toEqual(Array(3).fill({ action: "import", source: "bank_import", batch: r.batchId }));
     const { rows: [first] } = await h.owner.query("select id from app_public.ledger_events where reference = 'FIT-1' and payment_account_id = $1", [bank]);
