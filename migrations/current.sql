@@ -57,6 +57,14 @@ create table app_private.job_results (
   finished_at timestamptz not null default clock_timestamp()
 );
 create index job_results_job_idx on app_private.job_results (job_name, finished_at);
+-- Operators read it; no API role has a grant. RLS as on every table with an organization.
+alter table app_private.job_results enable row level security;
+alter table app_private.job_results force row level security;
+
+-- Deleting journal entries (delete_processor_imports) has the deferred foreign key from
+-- ledger_events.journal_entry_id check each one: by index, not by reading every event per entry.
+create index ledger_events_journal_entry_idx on app_public.ledger_events (journal_entry_id)
+  where journal_entry_id is not null;
 
 -- The audit trail and the journal written set-based (statement-level triggers, one posting function).
 --!include ledger/audit.sql

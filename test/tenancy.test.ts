@@ -42,6 +42,13 @@ beforeAll(async () => {
     const confirmed = await h.gql("mutation($o: UUID!, $e: UUID!) { confirmLedgerEvent(organizationId: $o, eventId: $e) { success } }",
       { o: t.organizationId, e: created.body.data.createLedgerEvent.eventId }, t.apiKey);
     expect(confirmed.body.data.confirmLedgerEvent).toMatchObject({ success: true });
+    // Imports: a bank statement gives an import batch; an operator job leaves its result.
+    const imported = await h.gql(`mutation($o: UUID!, $p: UUID!) { importBankStatement(organizationId: $o, paymentAccountId: $p,
+      rows: [{ transactionDate: "2026-01-03", description: "Deposit", amount: "20.00", eventType: "income" }]) { success importedCount } }`,
+      { o: t.organizationId, p: chequing }, t.apiKey);
+    expect(imported.body.data.importBankStatement).toMatchObject({ success: true, importedCount: 1 });
+    await h.owner.query("insert into app_private.job_results (job_name, organization_id, status, started_at) values ('tenancy', $1, 'succeeded', now())",
+      [t.organizationId]);
   }
   const { rows } = await h.owner.query<{ table: string; org_column: string }>(`
     select format('%I.%I', c.table_schema, c.table_name) as table, c.column_name as org_column
