@@ -4,6 +4,10 @@
 alter table app_public.ledger_events alter column id set default app_private.uuid_v7();
 alter table app_public.journal_entries alter column id set default app_private.uuid_v7();
 alter table app_public.journal_lines alter column id set default app_private.uuid_v7();
+-- The composite key (organization, event) already ties an entry to its organization and cascades
+-- its deletion: the plain key only costs a check per entry. (Lines keep theirs: deleting an
+-- organization must remove them before the accounts they name.)
+alter table app_public.journal_entries drop constraint journal_entries_organization_id_fkey;
 
 -- Imports: where each event came from (a bank statement, a processor export), one row per import
 -- run, and the results of operator jobs.

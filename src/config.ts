@@ -22,6 +22,8 @@ export interface Config {
   rateLimitPerHour: number;
   /** Local secrets and the embedded database. */
   dataDir: string;
+  /** Uploaded files (processor exports, later receipts): the local storage folder. */
+  storageDir: string;
   embeddedPostgresPort: number;
   worker: boolean;
   workerConcurrency: number;
@@ -82,6 +84,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     jwtPrivateKey: env.JWT_PRIVATE_KEY || undefined,
     rateLimitPerHour: wholeNumber(env, "RATE_LIMIT_PER_HOUR", 5000),
     dataDir,
+    storageDir: path.resolve(env.STORAGE_DIR || path.join(dataDir, "storage")),
     embeddedPostgresPort: wholeNumber(env, "EMBEDDED_PG_PORT", 54329),
     worker: env.WORKER !== "off",
     workerConcurrency: wholeNumber(env, "WORKER_CONCURRENCY", 2),

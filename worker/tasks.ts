@@ -1,10 +1,33 @@
 import type { TaskList } from "graphile-worker";
+import { loadConfig } from "../src/config.js";
+import { importProcessorBalance } from "../src/imports/processor-balance/import.js";
+import { payloadOrganizationId, PROCESSOR_IMPORT_TASK, processorImportPayload } from "../src/imports/processor-balance/job.js";
+import { createStorage, type Storage } from "../src/storage/index.js";
+import { recordedJob } from "./job-results.js";
+
+let storage: Storage | undefined;
+/** The configured storage, made on first use (STORAGE_DIR is read then). */
+const jobStorage = () => (storage ??= createStorage(loadConfig()));
 
 /** Every job the worker knows, by identifier. Later issues add receipt extraction and matching. */
 export const taskList: TaskList = {
   // Hourly housekeeping: idempotency records live 24 hours, rate-limit windows one hour.
   async purge_expired(_payload, helpers) {
     await helpers.withPgClient((client) => client.query("select app_private.purge_expired()"));
+  },
+
+  // A processor export already in storage (decisions §10), enqueued by `import_processor_balance
+  // --enqueue` or from SQL. One transaction and the unique source index: a retry after a crash
+  // creates nothing twice.
+  async [PROCESSOR_IMPORT_TASK](payload, helpers) {
+    await recordedJob(helpers, payloadOrganizationId(payload), async () => {
+      const p = processorImportPayload(payload);
+      const input = await jobStorage().get(p.objectKey);
+      const fileName = p.fileName ?? p.objectKey.split("/").pop()!;
+      const result = await helpers.withPgClient((client) =>
+        importProcessorBalance(client, input, { organizationId: p.organizationId, fileName, review: p.review }));
+      return { objectKey: p.objectKey, ...result };
+    });
   },
 };
 
