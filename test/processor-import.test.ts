@@ -141,9 +141,26 @@ describe("import_processor_balance: layout A, the shared sample", () => {
       { source_id: "txn_3Bi6ppwMI2jMVVCSksO68feb", event_type: "income", functional_amount: "113.00", transaction_date: "2025-09-02", merchant_name: "Invoice INV-1001" },
       { source_id: "txn_3Bi6ppwMI2jMVVCSksO68feb:fee", event_type: "expense", functional_amount: "3.58", transaction_date: "2025-09-02", merchant_name: "Processor fee" },
     ]);
+    // The import run is recorded once (its batch), and each event's history begins with it.
     const { rows: [audit] } = await h.owner.query(
-      "select count(distinct event_id)::int as events, array_agg(distinct action) as actions from app_public.ledger_event_audit where organization_id = $1", [org.id]);
-    expect(audit).toEqual({ events: 59, actions: ["import"] });
+      `select count(*)::int as rows, (select count(distinct import_batch_id)::int from app_public.ledger_events where organization_id = $1) as batches
+         from app_public.ledger_event_audit where organization_id = $1`, [org.id]);
+    expect(audit).toEqual({ rows: 0, batches: 1 });
+    const c = await h.owner.connect();
+    let history;
+    try {
+      await c.query("begin");
+      const { rows: [{ key }] } = await c.query("select app_private.create_api_key($1, 'history') as key", [org.id]);
+      await c.query("select set_config('app.api_key_id', $1, true)", [key.apiKey.id]);
+      ({ rows: [{ history }] } = await c.query(
+        `select app_public.ledger_event_history($1, e.id) as history from app_public.ledger_events e
+          where e.organization_id = $1 and e.source_id = 'txn_3Bi6ppwMI2jMVVCSksO68feb'`, [org.id]));
+    } finally {
+      await c.query("rollback");
+      c.release();
+    }
+    expect(history).toMatchObject([{ action: "import", actorType: "system", changes: [
+      { field: "import_batch_id" }, { field: "source", newValue: "processor_import" }] }]);
   });
 
   it("gives exactly the books of decisions §10, and a trial balance of zero", async () => {
