@@ -9,6 +9,25 @@ schema app_public
 schema reporting
   grants: <owner>: CREATE, USAGE; accounting_visitor: USAGE; reporting_reader: USAGE
 
+table app_private.job_results (row-level security, forced)
+  column id bigint not null identity a
+  column job_name text not null
+  column job_id text
+  column attempt integer
+  column organization_id uuid
+  column payload jsonb not null default '{}'::jsonb
+  column status text not null
+  column result jsonb
+  column error text
+  column started_at timestamp with time zone not null
+  column finished_at timestamp with time zone not null default clock_timestamp()
+  constraint job_results_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint job_results_pkey PRIMARY KEY (id)
+  constraint job_results_status_check CHECK ((status = ANY (ARRAY['succeeded'::text, 'failed'::text])))
+  CREATE INDEX job_results_job_idx ON app_private.job_results USING btree (job_name, finished_at)
+  CREATE UNIQUE INDEX job_results_pkey ON app_private.job_results USING btree (id)
+  grants: none
+
 table app_public.account_daily_totals (row-level security, forced)
   column organization_id uuid not null
   column account_id uuid not null
@@ -129,6 +148,29 @@ table app_public.idempotency_records (row-level security, forced)
   CREATE UNIQUE INDEX idempotency_records_pkey ON app_public.idempotency_records USING btree (credential, idempotency_key)
   grants: none
 
+table app_public.import_batches (row-level security, forced)
+  column id uuid not null default app_private.uuid_v7()
+  column organization_id uuid not null
+  column source text not null
+  column batch_key text not null
+  column payment_account_id uuid
+  column file_name text
+  column actor_api_key_id uuid
+  column actor_user_id uuid
+  column created timestamp with time zone not null default now()
+  constraint import_batches_batch_key_check CHECK (((length(batch_key) >= 1) AND (length(batch_key) <= 200)))
+  constraint import_batches_file_name_check CHECK ((length(file_name) <= 500))
+  constraint import_batches_organization_id_batch_key_key UNIQUE (organization_id, batch_key)
+  constraint import_batches_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint import_batches_organization_id_id_key UNIQUE (organization_id, id)
+  constraint import_batches_organization_id_payment_account_id_fkey FOREIGN KEY (organization_id, payment_account_id) REFERENCES app_public.accounts(organization_id, id)
+  constraint import_batches_pkey PRIMARY KEY (id)
+  constraint import_batches_source_check CHECK ((source = ANY (ARRAY['bank_import'::text, 'processor_import'::text])))
+  CREATE UNIQUE INDEX import_batches_organization_id_batch_key_key ON app_public.import_batches USING btree (organization_id, batch_key)
+  CREATE UNIQUE INDEX import_batches_organization_id_id_key ON app_public.import_batches USING btree (organization_id, id)
+  CREATE UNIQUE INDEX import_batches_pkey ON app_public.import_batches USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT; reporting_reader: SELECT
+
 table app_public.intake_addresses (row-level security, forced)
   column id uuid not null default gen_random_uuid()
   column organization_id uuid not null  grants: accounting_visitor: INSERT
@@ -150,7 +192,7 @@ table app_public.intake_addresses (row-level security, forced)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
 
 table app_public.journal_entries (row-level security, forced)
-  column id uuid not null default gen_random_uuid()
+  column id uuid not null default app_private.uuid_v7()
   column organization_id uuid not null
   column event_id uuid not null
   column txn_date date not null
@@ -158,7 +200,6 @@ table app_public.journal_entries (row-level security, forced)
   column voided_at timestamp with time zone  grants: accounting_visitor: UPDATE
   column created timestamp with time zone not null default now()
   constraint journal_entries_organization_id_event_id_fkey FOREIGN KEY (organization_id, event_id) REFERENCES app_public.ledger_events(organization_id, id) ON DELETE CASCADE
-  constraint journal_entries_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
   constraint journal_entries_organization_id_id_key UNIQUE (organization_id, id)
   constraint journal_entries_pkey PRIMARY KEY (id)
   constraint journal_entries_total_amount_check CHECK ((total_amount > (0)::numeric))
@@ -169,7 +210,7 @@ table app_public.journal_entries (row-level security, forced)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT; reporting_reader: SELECT
 
 table app_public.journal_lines (row-level security, forced)
-  column id uuid not null default gen_random_uuid()
+  column id uuid not null default app_private.uuid_v7()
   column organization_id uuid not null
   column entry_id uuid not null
   column account_id uuid not null
@@ -214,7 +255,7 @@ table app_public.ledger_event_daily_counts (row-level security, forced)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
 
 table app_public.ledger_events (row-level security, forced)
-  column id uuid not null default gen_random_uuid()
+  column id uuid not null default app_private.uuid_v7()
   column organization_id uuid not null
   column event_type text not null  grants: accounting_visitor: UPDATE
   column direction text not null  grants: accounting_visitor: UPDATE
@@ -236,10 +277,14 @@ table app_public.ledger_events (row-level security, forced)
   column created timestamp with time zone not null default now()
   column updated timestamp with time zone not null default now()  grants: accounting_visitor: UPDATE
   column has_memo boolean generated default (memo <> ''::text)
+  column source text not null default 'manual'::text
+  column import_batch_id uuid
+  column source_id text
   constraint ledger_events_direction_check CHECK ((direction = ANY (ARRAY['in'::text, 'out'::text])))
   constraint ledger_events_event_type_check CHECK ((event_type = ANY (ARRAY['expense'::text, 'income'::text, 'transfer'::text, 'refund'::text])))
   constraint ledger_events_functional_amount_check CHECK ((functional_amount > (0)::numeric))
   constraint ledger_events_functional_currency_check CHECK ((functional_currency ~ '^[A-Z]{3}$'::text))
+  constraint ledger_events_import_batch_fkey FOREIGN KEY (organization_id, import_batch_id) REFERENCES app_public.import_batches(organization_id, id)
   constraint ledger_events_memo_check CHECK ((length(memo) <= 5000))
   constraint ledger_events_merchant_name_check CHECK (((length(merchant_name) >= 1) AND (length(merchant_name) <= 500)))
   constraint ledger_events_organization_id_category_id_fkey FOREIGN KEY (organization_id, category_id) REFERENCES app_public.accounts(organization_id, id)
@@ -249,16 +294,23 @@ table app_public.ledger_events (row-level security, forced)
   constraint ledger_events_organization_id_payment_account_id_fkey FOREIGN KEY (organization_id, payment_account_id) REFERENCES app_public.accounts(organization_id, id)
   constraint ledger_events_organization_id_tax_account_id_fkey FOREIGN KEY (organization_id, tax_account_id) REFERENCES app_public.accounts(organization_id, id)
   constraint ledger_events_pkey PRIMARY KEY (id)
+  constraint ledger_events_source_check CHECK ((source = ANY (ARRAY['manual'::text, 'bank_import'::text, 'processor_import'::text])))
+  constraint ledger_events_source_id_check CHECK (((length(source_id) >= 1) AND (length(source_id) <= 300)))
   constraint ledger_events_status_check CHECK ((status = ANY (ARRAY['needs_review'::text, 'confirmed'::text, 'synced'::text, 'reconciled'::text, 'pending'::text, 'ignored'::text])))
   constraint ledger_events_tax_amount_check CHECK ((tax_amount >= (0)::numeric))
   constraint ledger_events_tax_code_fkey FOREIGN KEY (tax_code) REFERENCES app_public.sales_tax_codes(code)
   CREATE INDEX ledger_events_amount_idx ON app_public.ledger_events USING btree (organization_id, functional_amount, id)
   CREATE INDEX ledger_events_category_idx ON app_public.ledger_events USING btree (organization_id, category_id, transaction_date)
   CREATE INDEX ledger_events_date_idx ON app_public.ledger_events USING btree (organization_id, transaction_date, id) INCLUDE (status, merchant_name, has_document, has_memo)
+  CREATE INDEX ledger_events_duplicate_idx ON app_public.ledger_events USING btree (organization_id, transaction_date, functional_amount)
+  CREATE INDEX ledger_events_import_batch_idx ON app_public.ledger_events USING btree (import_batch_id) WHERE (import_batch_id IS NOT NULL)
+  CREATE INDEX ledger_events_journal_entry_idx ON app_public.ledger_events USING btree (journal_entry_id) WHERE (journal_entry_id IS NOT NULL)
   CREATE INDEX ledger_events_payment_idx ON app_public.ledger_events USING btree (organization_id, payment_account_id, transaction_date)
+  CREATE INDEX ledger_events_reference_idx ON app_public.ledger_events USING btree (organization_id, payment_account_id, reference) WHERE (reference IS NOT NULL)
   CREATE UNIQUE INDEX ledger_events_backfill_key ON app_public.ledger_events USING btree (organization_id, backfill_id) WHERE (backfill_id IS NOT NULL)
   CREATE UNIQUE INDEX ledger_events_organization_id_id_key ON app_public.ledger_events USING btree (organization_id, id)
   CREATE UNIQUE INDEX ledger_events_pkey ON app_public.ledger_events USING btree (id)
+  CREATE UNIQUE INDEX ledger_events_source_key ON app_public.ledger_events USING btree (organization_id, source, source_id) WHERE (source_id IS NOT NULL)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT; reporting_reader: SELECT
 
 table app_public.memberships (row-level security, forced)
@@ -547,17 +599,183 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE; accounting_authenticator: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.bank_statement_matches(org uuid, payment_account uuid, rows jsonb)
+ RETURNS TABLE(row_index integer, transaction_date date, amount numeric, direction text, merchant_name text, event_type text, memo text, reference text, is_duplicate boolean, is_possible_duplicate boolean, matching_event_id uuid)
+ LANGUAGE plpgsql
+ SET jit TO 'off'
+AS $function$
+declare
+  v_with_reference boolean;
+  v_pairs record;
+  v_rows_taken integer[] := '{}';
+  v_events_taken uuid[] := '{}';
+begin
+  if org is distinct from app_public.current_organization_id() then perform app_private.fail('Organization Not Found.', 'AU404'); end if;
+  if rows is null or jsonb_typeof(rows) <> 'array' then perform app_private.fail('rows must be a list of statement rows.'); end if;
+  drop table if exists pg_temp.statement_rows;
+  create temporary table statement_rows (
+    row_index integer primary key, transaction_date date, amount numeric, direction text, merchant_name text,
+    merchant_key text, event_type text, memo text, reference text,
+    event_id uuid, full_match boolean not null default false) on commit drop;
+  insert into pg_temp.statement_rows (row_index, transaction_date, amount, direction, merchant_name, merchant_key,
+      event_type, memo, reference)
+    select (r.n - 1)::integer, x.transaction_date, x.amount, x.direction, x.merchant_name,
+           app_private.merchant_key(x.merchant_name), x.event_type, x.memo, x.reference
+      from jsonb_array_elements(rows) with ordinality r (item, n)
+      cross join lateral app_private.bank_statement_row(r.item, (r.n - 1)::integer) x;
+  analyze pg_temp.statement_rows;
+  drop table if exists pg_temp.statement_candidates;
+  create temporary table statement_candidates on commit drop as
+    select c.*, app_private.merchant_key(c.merchant_name) merchant_key
+      from app_private.statement_candidates(org, payment_account,
+             (select array_agg(s.transaction_date) from pg_temp.statement_rows s),
+             (select array_agg(s.amount) from pg_temp.statement_rows s)) c;
+  analyze pg_temp.statement_candidates;
+
+  -- 1. References: the k-th row of a reference takes the k-th event of it on this account.
+  with r as (
+    select s.row_index, s.reference, row_number() over (partition by s.reference order by s.row_index) k
+      from pg_temp.statement_rows s where s.reference is not null
+  ), e as (
+    select e.id, e.reference, row_number() over (partition by e.reference order by e.created, e.id) k
+      from app_public.ledger_events e
+     where e.organization_id = org and e.payment_account_id = payment_account
+       and e.reference in (select s.reference from pg_temp.statement_rows s where s.reference is not null)
+  )
+  update pg_temp.statement_rows s set event_id = e.id, full_match = true
+    from r join e on e.reference = r.reference and e.k = r.k
+   where s.row_index = r.row_index;
+
+  -- 2. Same day, amount, direction and merchant. Rows with a reference go first, to events
+  -- without one (their only possible partners); rows without a reference take any event left.
+  foreach v_with_reference in array array[true, false] loop
+    with e as (
+      select c.id, c.transaction_date, c.functional_amount, c.direction, c.merchant_key,
+             row_number() over (partition by c.transaction_date, c.functional_amount, c.direction, c.merchant_key
+                                order by c.created, c.id) k
+        from pg_temp.statement_candidates c
+       where not exists (select 1 from pg_temp.statement_rows t where t.event_id = c.id)
+         and (not v_with_reference or c.reference is null)
+    ), r as (
+      select s.row_index, s.transaction_date, s.amount, s.direction, s.merchant_key,
+             row_number() over (partition by s.transaction_date, s.amount, s.direction, s.merchant_key order by s.row_index) k
+        from pg_temp.statement_rows s
+       where s.event_id is null and (s.reference is not null) = v_with_reference
+    )
+    update pg_temp.statement_rows s set event_id = e.id, full_match = true
+      from r join e on (e.transaction_date, e.functional_amount, e.direction, e.merchant_key, e.k)
+                     = (r.transaction_date, r.amount, r.direction, r.merchant_key, r.k)
+     where s.row_index = r.row_index;
+  end loop;
+
+  -- 3. Transfers into (or out of) this account booked on another: a date window, not an equal
+  -- key, so the pairs are taken greedily, each row its nearest event. Few rows get here.
+  for v_pairs in
+    select s.row_index, e.id
+      from pg_temp.statement_rows s
+      join app_public.ledger_events e
+        on e.organization_id = org and e.category_id = payment_account and e.event_type = 'transfer'
+       and e.payment_account_id is distinct from payment_account
+       and e.functional_amount = s.amount and e.direction <> s.direction
+       and e.transaction_date between s.transaction_date - 5 and s.transaction_date
+     where s.event_id is null
+       and not exists (select 1 from pg_temp.statement_rows t where t.event_id = e.id)
+     order by s.row_index, s.transaction_date - e.transaction_date, e.created, e.id
+  loop
+    if not (v_pairs.row_index = any (v_rows_taken)) and not (v_pairs.id = any (v_events_taken)) then
+      v_rows_taken := v_rows_taken || v_pairs.row_index;
+      v_events_taken := v_events_taken || v_pairs.id;
+    end if;
+  end loop;
+  update pg_temp.statement_rows s set event_id = t.id, full_match = true
+    from unnest(v_rows_taken, v_events_taken) t (row_index, id)
+   where s.row_index = t.row_index;
+
+  -- 4. Possible matches: same day, amount and direction, another merchant; an event not taken by
+  -- a full match first. Flagged only: the row is imported.
+  update pg_temp.statement_rows s set event_id = p.id
+    from (select distinct on (r.row_index) r.row_index, c.id
+            from pg_temp.statement_rows r
+            join pg_temp.statement_candidates c
+              on c.transaction_date = r.transaction_date and c.functional_amount = r.amount and c.direction = r.direction
+           where r.event_id is null
+             and not (c.reference is not null and r.reference is not null and c.reference <> r.reference)
+           order by r.row_index, c.id in (select t.event_id from pg_temp.statement_rows t where t.full_match), c.created, c.id) p
+   where s.row_index = p.row_index;
+
+  return query
+    select s.row_index, s.transaction_date, s.amount, s.direction, s.merchant_name, s.event_type, s.memo, s.reference,
+           s.full_match, s.event_id is not null and not s.full_match, s.event_id
+      from pg_temp.statement_rows s order by s.row_index;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.bank_statement_row(item jsonb, row_index integer)
+ RETURNS TABLE(transaction_date date, amount numeric, direction text, merchant_name text, event_type text, memo text, reference text)
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare
+  k text;
+  v_amount text;
+  v_negative boolean;
+begin
+  if item is null or jsonb_typeof(item) <> 'object' then
+    perform app_private.fail(format('Row %s must be an object.', row_index));
+  end if;
+  foreach k in array array['transactionDate', 'description', 'amount', 'eventType', 'memo', 'reference'] loop
+    if jsonb_typeof(item -> k) not in ('string', 'null') then
+      perform app_private.fail(format('Row %s: %s must be a string.', row_index, k));
+    end if;
+  end loop;
+  transaction_date := app_private.parse_date(item ->> 'transactionDate',
+    format('Row %s: transactionDate must be a date in YYYY-MM-DD format.', row_index));
+  merchant_name := app_private.clean_text(item ->> 'description');
+  if merchant_name is null or merchant_name = '' then
+    perform app_private.fail(format('Row %s: description is required.', row_index));
+  end if;
+  if length(merchant_name) > 500 then
+    perform app_private.fail(format('Row %s: description must be at most 500 characters.', row_index));
+  end if;
+  v_amount := btrim(item ->> 'amount');
+  if v_amount !~ '^[-+]?[0-9]' then v_amount := 'x'; end if; -- a digit right after the sign
+  v_negative := left(v_amount, 1) = '-';
+  if left(v_amount, 1) in ('-', '+') then v_amount := substr(v_amount, 2); end if;
+  amount := app_private.parse_amount(v_amount,
+    format('Row %s: amount must be a non-zero decimal string with at most 2 decimals (negative for money out).', row_index));
+  direction := case when v_negative then 'out' else 'in' end;
+  event_type := item ->> 'eventType';
+  if event_type is null or event_type not in ('expense', 'income', 'transfer') then
+    perform app_private.fail(format('Row %s: eventType must be one of: expense, income, transfer.', row_index));
+  end if;
+  memo := coalesce(normalize(item ->> 'memo', NFC), '');
+  if length(memo) > 5000 then perform app_private.fail(format('Row %s: memo must be at most 5000 characters.', row_index)); end if;
+  reference := nullif(app_private.clean_text(item ->> 'reference'), '');
+  if length(reference) > 255 then
+    perform app_private.fail(format('Row %s: reference must be at most 255 characters.', row_index));
+  end if;
+  return next;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.best_category_rule(org uuid, merchant_name text)
  RETURNS uuid
  LANGUAGE sql
  STABLE
+AS $function$ select b.rule_id from app_private.best_category_rules(org, array[merchant_name]) b $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.best_category_rules(org uuid, merchant_names text[])
+ RETURNS TABLE(merchant_name text, rule_id uuid)
+ LANGUAGE sql
+ STABLE
 AS $function$
-  select r.id
-    from app_public.category_rules r
+  select distinct on (n.name) n.name, r.id
+    from (select distinct x as name from unnest(merchant_names) x) n
+    join app_public.category_rules r on r.organization_id = org and normalize(n.name, NFC) ilike r.vendor_pattern
     join app_public.accounts a on a.organization_id = r.organization_id and a.id = r.account_id
-   where r.organization_id = org and a.active and normalize(merchant_name, NFC) ilike r.vendor_pattern
-   order by length(r.vendor_pattern) desc, r.created, r.id
-   limit 1
+   where a.active
+   order by n.name, length(r.vendor_pattern) desc, r.created, r.id
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -608,6 +826,19 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.check_bank_statement_dups(org uuid, payment_account_id uuid, rows jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform set_config('app.organization_id', org::text, true);
+  perform app_private.check_payment_account(payment_account_id);
+  return (select coalesce(jsonb_agg(jsonb_build_object('rowIndex', m.row_index, 'isDuplicate', m.is_duplicate,
+             'isPossibleDuplicate', m.is_possible_duplicate, 'matchingEventId', m.matching_event_id) order by m.row_index), '[]')
+            from app_private.bank_statement_matches(org, payment_account_id, rows) m);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.check_category(account uuid, event_type text)
  RETURNS void
  LANGUAGE plpgsql
@@ -652,6 +883,18 @@ AS $function$
 begin
   if sort_by is not null and not (sort_by = any (allowed)) then
     perform app_private.fail(format('sortBy must be one of: %s.', array_to_string(allowed, ', ')), 'AP400');
+  end if;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.check_statement_size(rows jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+begin
+  if rows is not null and jsonb_typeof(rows) = 'array' and jsonb_array_length(rows) > app_private.max_statement_rows() then
+    perform app_private.fail(format('At most %s rows per call.', to_char(app_private.max_statement_rows(), 'FM9,999')));
   end if;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -869,6 +1112,70 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.delete_processor_imports(org uuid, batch_key text DEFAULT NULL::text, dry_run boolean DEFAULT false)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_batches uuid[];
+  v_keys jsonb;
+  n_events integer; n_entries integer; n_lines integer;
+begin
+  perform set_config('app.organization_id', org::text, true);
+  perform set_config('app.audit_action', 'delete_import', true);
+  if not exists (select 1 from app_public.organizations o where o.id = org) then
+    perform app_private.fail('Organization not found.', 'AP404');
+  end if;
+  -- Locked: a concurrent delete of the same batch waits, then finds nothing left.
+  with b as (
+    select x.id, x.batch_key from app_public.import_batches x
+     where x.organization_id = org and x.source = 'processor_import'
+       and (delete_processor_imports.batch_key is null or x.batch_key = delete_processor_imports.batch_key)
+     order by x.batch_key
+     for update
+  )
+  select coalesce(array_agg(b.id order by b.batch_key), '{}'), coalesce(jsonb_agg(b.batch_key order by b.batch_key), '[]')
+    into v_batches, v_keys from b;
+  if batch_key is not null and cardinality(v_batches) = 0 then
+    perform app_private.fail(format('No processor import batch "%s".', batch_key), 'AP404');
+  end if;
+
+  select (select count(*) from app_public.ledger_events e
+           where e.organization_id = org and e.source = 'processor_import' and e.import_batch_id = any (v_batches)),
+         (select count(*) from app_public.journal_entries je join app_public.ledger_events e on e.id = je.event_id
+           where e.organization_id = org and e.source = 'processor_import' and e.import_batch_id = any (v_batches)),
+         (select count(*) from app_public.journal_lines l
+            join app_public.journal_entries je on je.id = l.entry_id join app_public.ledger_events e on e.id = je.event_id
+           where e.organization_id = org and e.source = 'processor_import' and e.import_batch_id = any (v_batches))
+    into n_events, n_entries, n_lines;
+
+  if not dry_run then
+    -- Each deleted row has its foreign keys checked by a query planned from the statistics; right
+    -- after a large import they may not know its rows yet, and a check would then read all of the
+    -- organization's rows instead of one (minutes instead of seconds for 100,000 events).
+    if n_events > 1000 then
+      analyze app_public.ledger_events;
+      analyze app_public.journal_entries;
+      analyze app_public.journal_lines;
+    end if;
+    delete from app_public.journal_lines l
+     using app_public.journal_entries je, app_public.ledger_events e
+     where l.entry_id = je.id and je.event_id = e.id
+       and e.organization_id = org and e.source = 'processor_import' and e.import_batch_id = any (v_batches);
+    delete from app_public.journal_entries je
+     using app_public.ledger_events e
+     where je.event_id = e.id
+       and e.organization_id = org and e.source = 'processor_import' and e.import_batch_id = any (v_batches);
+    delete from app_public.ledger_events e
+     where e.organization_id = org and e.source = 'processor_import' and e.import_batch_id = any (v_batches);
+    delete from app_public.import_batches x where x.id = any (v_batches);
+  end if;
+
+  return jsonb_build_object('batches', cardinality(v_batches), 'batchIds', v_keys, 'events', n_events,
+    'journalEntries', n_entries, 'journalLines', n_lines, 'dryRun', dry_run);
+end $function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.direction_for(event_type text)
  RETURNS text
  LANGUAGE sql
@@ -894,6 +1201,68 @@ CREATE OR REPLACE FUNCTION app_private.field_of(message text, fallback text)
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$ select coalesce(nullif(substring(message from '^(.+?) must '), ''), fallback) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.import_bank_statement(org uuid, payment_account_id uuid, currency text, rows jsonb, file_name text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_currency text;
+  v_batch uuid;
+  v_imported integer;
+  v_total integer;
+begin
+  perform set_config('app.organization_id', org::text, true);
+  perform set_config('app.audit_action', 'import', true);
+  perform app_private.check_payment_account(payment_account_id);
+  select o.functional_currency into v_currency from app_public.organizations o where o.id = org;
+  if currency is not null and upper(btrim(currency)) <> v_currency then
+    perform app_private.fail(format('currency must be the organization''s currency (%s).', v_currency));
+  end if;
+  -- Later statements of this function see what a concurrent import committed before the lock
+  -- (each statement takes a new snapshot at READ COMMITTED, not at a stricter level).
+  if current_setting('transaction_isolation') <> 'read committed' then
+    perform app_private.fail('A bank statement import must run at the READ COMMITTED isolation level.');
+  end if;
+  perform 1 from app_public.accounts a where a.id = payment_account_id for no key update;
+
+  v_batch := app_private.uuid_v7();
+  insert into app_public.import_batches (id, organization_id, source, batch_key, payment_account_id, file_name,
+      actor_api_key_id, actor_user_id)
+    values (v_batch, org, 'bank_import', 'bank:' || v_batch, payment_account_id, file_name,
+      app_public.current_api_key_id(), app_public.current_user_id());
+
+  with m as (
+    select * from app_private.bank_statement_matches(org, payment_account_id, rows)
+  ), rules as (
+    select b.merchant_name, r.id, r.account_id, a.classification
+      from app_private.best_category_rules(org, (select array_agg(m.merchant_name) from m where not m.is_duplicate)) b
+      join app_public.category_rules r on r.id = b.rule_id
+      join app_public.accounts a on a.id = r.account_id
+  ), picked as (
+    -- The best rule's account, when it is usable for the event (as createLedgerEvent applies it).
+    select m.*, r.id rule_id, r.account_id rule_account
+      from m
+      left join rules r on r.merchant_name = m.merchant_name
+       and app_private.category_fits(m.event_type, r.classification) and r.account_id <> payment_account_id
+     where not m.is_duplicate
+  ), inserted as (
+    insert into app_public.ledger_events (organization_id, event_type, direction, merchant_name, functional_amount,
+        functional_currency, transaction_date, memo, reference, category_id, payment_account_id, source, import_batch_id)
+      select org, p.event_type, p.direction, p.merchant_name, p.amount, v_currency, p.transaction_date, p.memo,
+             p.reference, p.rule_account, payment_account_id, 'bank_import', v_batch
+        from picked p order by p.row_index
+      returning 1
+  ), counted as (
+    update app_public.category_rules r set match_count = r.match_count + c.n
+      from (select p.rule_id, count(*) n from picked p where p.rule_id is not null group by p.rule_id) c
+     where r.id = c.rule_id
+  )
+  select (select count(*) from inserted), (select count(*) from m) into v_imported, v_total;
+
+  return jsonb_build_object('importedCount', v_imported, 'skippedCount', v_total - v_imported, 'batchId', v_batch);
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.insert_account(org uuid, name text, tax_code_id uuid, account_type text, classification text, sub_type text, last_four text, parent_id uuid)
@@ -1013,6 +1382,7 @@ AS $function$
         'txnDate', to_char(j.txn_date, 'YYYY-MM-DD'), 'totalAmount', app_private.money(j.total_amount),
         'voidedAt', app_private.iso(j.voided_at)) end,
     'receipts', app_private.event_receipts(e.id),
+    'source', e.source, 'importBatchId', e.import_batch_id, 'reference', e.reference,
     'created', app_private.iso(e.created), 'updated', app_private.iso(e.updated))
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -1058,6 +1428,13 @@ CREATE OR REPLACE FUNCTION app_private.max_date()
 AS $function$ select date '2199-12-31' $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.max_statement_rows()
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select 5000 $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.membership_json(m app_public.memberships, u app_public.users)
  RETURNS jsonb
  LANGUAGE sql
@@ -1074,6 +1451,13 @@ AS $function$
 begin
   return exists (select 1 from app_public.ledger_events m where m.id = event_id and m.memo ilike pattern);
 end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.merchant_key(merchant_name text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select btrim(lower(regexp_replace(normalize(merchant_name, NFC), '[[:space:]' || chr(160) || ']+', ' ', 'g'))) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.min_date()
@@ -1181,19 +1565,26 @@ CREATE OR REPLACE FUNCTION app_private.parse_date(day text, message text)
  LANGUAGE plpgsql
  IMMUTABLE
 AS $function$
-declare d date;
+declare
+  y integer;
+  m integer;
+  d integer;
 begin
   if day is null or day !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' then perform app_private.fail(message); end if;
-  begin
-    d := day::date;
-  exception when others then
+  -- Checked field by field rather than by catching the cast's error: an exception block is a
+  -- subtransaction, and a 5,000-row statement parses 5,000 dates.
+  y := substr(day, 1, 4)::integer;
+  m := substr(day, 6, 2)::integer;
+  d := substr(day, 9, 2)::integer;
+  if y < 1 or m not between 1 and 12 or d < 1
+     or d > extract(day from make_date(y, m, 1) + interval '1 month' - interval '1 day') then
     perform app_private.fail(message);
-  end;
-  if d < app_private.min_date() or d > app_private.max_date() then
+  end if;
+  if make_date(y, m, d) < app_private.min_date() or make_date(y, m, d) > app_private.max_date() then
     perform app_private.fail(format('%s must be between %s and %s.', app_private.field_of(message, 'Date'),
       to_char(app_private.min_date(), 'YYYY-MM-DD'), to_char(app_private.max_date(), 'YYYY-MM-DD')));
   end if;
-  return d;
+  return make_date(y, m, d);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -1208,6 +1599,24 @@ begin
     perform app_private.fail(message);
   end if;
   return id::uuid;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.payment_account_by_name(org uuid, name text)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare v_id uuid;
+begin
+  select a.id into v_id from app_public.accounts a
+   where a.organization_id = org and lower(a.name) = lower(app_private.clean_text(payment_account_by_name.name))
+     and a.active and a.account_type in ('bank', 'credit_card', 'clearing')
+   order by a.created, a.id limit 1;
+  if v_id is null then
+    perform app_private.fail(format('No active bank, credit card or clearing account named "%s".', btrim(payment_account_by_name.name)), 'AP404');
+  end if;
+  return v_id;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -1227,31 +1636,272 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.post_journal_entry(event_id uuid)
+CREATE OR REPLACE FUNCTION app_private.post_journal_entries(event_ids uuid[])
+ RETURNS TABLE(event_id uuid, entry_id uuid)
+ LANGUAGE plpgsql
+AS $function$
+begin
+  update app_public.ledger_events x set status = 'confirmed', journal_entry_id = app_private.uuid_v7()
+   where x.id = any (event_ids) and x.journal_entry_id is null;
+  return query
+  with entries as (
+    insert into app_public.journal_entries (id, organization_id, event_id, txn_date, total_amount)
+      select e.journal_entry_id, e.organization_id, e.id, e.transaction_date, e.functional_amount
+        from app_public.ledger_events e where e.id = any (event_ids) order by e.journal_entry_id
+      returning journal_entries.event_id, journal_entries.id
+  ),
+  lines as (
+    -- out: debit category (+ tax), credit payment; in: debit payment, credit category (+ tax).
+    insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit)
+      select e.organization_id, n.id, l.account_id, e.transaction_date,
+             case when l.debit_side then l.amount else 0 end, case when l.debit_side then 0 else l.amount end
+        from entries n
+        join app_public.ledger_events e on e.id = n.event_id
+        cross join lateral (values
+          (e.category_id, e.functional_amount - coalesce(e.tax_amount, 0), e.direction = 'out'),
+          (e.tax_account_id, coalesce(e.tax_amount, 0), e.direction = 'out'),
+          (e.payment_account_id, e.functional_amount, e.direction = 'in')) l (account_id, amount, debit_side)
+       where l.amount > 0
+       order by n.id, l.account_id
+  )
+  select n.event_id, n.id from entries n;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.processor_event_type(kind text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select case kind when 'charge' then 'income' when 'refund' then 'refund' when 'transfer' then 'expense'
+    when 'processor_fee' then 'expense' when 'payout' then 'transfer' when 'fee' then 'expense' end
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.processor_import_account(org uuid, role text)
  RETURNS uuid
  LANGUAGE plpgsql
 AS $function$
 declare
-  e app_public.ledger_events;
-  v_entry uuid;
-  v_tax numeric;
+  spec record;
+  a app_public.accounts;
 begin
-  select * into e from app_public.ledger_events x where x.id = event_id;
-  v_tax := coalesce(e.tax_amount, 0);
-  insert into app_public.journal_entries (organization_id, event_id, txn_date, total_amount)
-    values (e.organization_id, e.id, e.transaction_date, e.functional_amount) returning id into v_entry;
-  -- out: debit category (+ tax), credit payment; in: debit payment, credit category (+ tax).
-  insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit)
-    select e.organization_id, v_entry, l.account_id, e.transaction_date,
-           case when l.debit_side then l.amount else 0 end, case when l.debit_side then 0 else l.amount end
-      from (values
-        (e.category_id, e.functional_amount - v_tax, e.direction = 'out'),
-        (e.tax_account_id, v_tax, e.direction = 'out'),
-        (e.payment_account_id, e.functional_amount, e.direction = 'in')) l (account_id, amount, debit_side)
-     where l.amount > 0
-     order by l.account_id;
-  return v_entry;
+  select * into spec from (values
+      ('clearing', 'Processor Clearing', 'clearing', 'asset', '1007'),
+      ('sales', 'Sales Revenue', 'income', 'revenue', '8000'),
+      ('fees', 'Bank Fees & Charges', 'expense', 'expense', '8715'),
+      ('cogs', 'Cost of Goods Sold', 'cost_of_goods_sold', 'expense', '8320'),
+      ('chequing', 'Chequing', 'bank', 'asset', '1002')
+    ) v (role, name, account_type, classification, code)
+   where v.role = processor_import_account.role;
+  if not found then perform app_private.fail(format('Unknown account role %s.', role)); end if;
+  if role = 'clearing' then
+    select * into a from app_public.accounts x
+     where x.organization_id = org and x.account_type = 'clearing' and x.active
+     order by lower(x.name) = lower(spec.name) desc, x.created, x.id limit 1;
+    if found then return a.id; end if;
+  end if;
+  -- Two imports at once create it once (the name is unique per organization).
+  insert into app_public.accounts (organization_id, name, account_type, classification, tax_code_id)
+    select org, spec.name, spec.account_type, spec.classification, t.id
+      from app_public.tax_codes t where t.code = spec.code
+    on conflict (organization_id, lower(name)) do nothing;
+  select * into a from app_public.accounts x where x.organization_id = org and lower(x.name) = lower(spec.name);
+  if not found then perform app_private.fail(format('Account "%s" could not be created.', spec.name)); end if;
+  if not a.active then
+    perform app_private.fail(format('Account "%s" is inactive; reactivate it before importing.', a.name));
+  end if;
+  if a.classification <> spec.classification or (role in ('clearing', 'chequing') and a.account_type <> spec.account_type) then
+    perform app_private.fail(format('Account "%s" must be a%s %s account for processor imports.', a.name,
+      case when role in ('clearing', 'chequing') then '' else 'n' end,
+      case when role in ('clearing', 'chequing') then spec.account_type else spec.classification end));
+  end if;
+  return a.id;
 end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.processor_import_begin(org uuid)
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+declare cur text;
+begin
+  perform set_config('app.organization_id', org::text, true);
+  select o.functional_currency into cur from app_public.organizations o where o.id = org;
+  if not found then perform app_private.fail('Organization not found.', 'AP404'); end if;
+  if to_regclass('pg_temp.processor_import_rows') is not null then drop table pg_temp.processor_import_rows; end if;
+  create temp table processor_import_rows (
+    line integer not null,
+    id text not null,
+    row_type text not null,
+    amount numeric(20,2) not null,
+    fee numeric(20,2) not null,
+    created date not null,
+    description text not null,
+    source_ref text not null
+  ) on commit drop;
+  return cur;
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.processor_import_post(org uuid, layout text, file_name text, review boolean DEFAULT false)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  cur text;
+  v_ts timestamptz := clock_timestamp();
+  v_key text;
+  v_batch uuid;
+  n_rows integer; n_app integer; n_unsupported integer; n_zero integer; n_eligible integer;
+  v_unsupported jsonb;
+  v_ids uuid[];
+  n_created integer; n_rows_created integer;
+  has_kind text[];
+  a_clearing uuid; a_sales uuid; a_fees uuid; a_cogs uuid; a_chequing uuid;
+begin
+  perform set_config('app.organization_id', org::text, true);
+  perform set_config('app.audit_action', 'import', true);
+  -- Sorts of 100,000s of rows in memory; no JIT compilation (it costs more than it saves here).
+  perform set_config('work_mem', '64MB', true);
+  perform set_config('jit', 'off', true);
+  if layout not in ('A', 'B') then perform app_private.fail('Layout must be A or B.'); end if;
+  select o.functional_currency into cur from app_public.organizations o where o.id = org;
+  if not found then perform app_private.fail('Organization not found.', 'AP404'); end if;
+
+  -- What the file holds, in one pass.
+  select count(*),
+         count(*) filter (where k.kind = 'application_fee'),
+         count(*) filter (where k.kind = 'unsupported'),
+         count(*) filter (where k.kind not in ('application_fee', 'unsupported') and r.amount = 0 and r.fee = 0),
+         count(*) filter (where k.kind not in ('application_fee', 'unsupported') and (r.amount <> 0 or r.fee <> 0)),
+         coalesce(jsonb_agg(jsonb_build_object('line', r.line, 'id', r.id, 'type', r.row_type) order by r.line)
+                    filter (where k.kind = 'unsupported'), '[]'::jsonb),
+         array_agg(distinct k.kind)
+    into n_rows, n_app, n_unsupported, n_zero, n_eligible, v_unsupported, has_kind
+    from pg_temp.processor_import_rows r
+    cross join lateral (select app_private.processor_row_kind(layout, r.row_type) as kind) k;
+
+  -- The accounts the rows need, found or created.
+  if n_eligible > 0 then
+    a_clearing := app_private.processor_import_account(org, 'clearing');
+    a_fees := app_private.processor_import_account(org, 'fees');
+    if has_kind && array['charge', 'refund'] then a_sales := app_private.processor_import_account(org, 'sales'); end if;
+    if has_kind && array['transfer'] then a_cogs := app_private.processor_import_account(org, 'cogs'); end if;
+    if has_kind && array['payout'] then a_chequing := app_private.processor_import_account(org, 'chequing'); end if;
+  end if;
+
+  -- One batch per run, `processor:<UTC timestamp>`; runs in the same millisecond take the next one.
+  loop
+    v_key := 'processor:' || to_char(v_ts at time zone 'UTC', 'YYYYMMDD"T"HH24MISSMS"Z"');
+    insert into app_public.import_batches (organization_id, source, batch_key, payment_account_id, file_name)
+      values (org, 'processor_import', v_key, a_clearing, left(file_name, 500))
+      on conflict (organization_id, batch_key) do nothing
+      returning id into v_batch;
+    exit when v_batch is not null;
+    v_ts := v_ts + interval '1 millisecond';
+  end loop;
+
+  with rows as (
+    -- The first line of each id; a repeated id in the same file is a duplicate.
+    select distinct on (r.id) r.*, app_private.processor_row_kind(layout, r.row_type) as kind
+      from pg_temp.processor_import_rows r
+     order by r.id, r.line
+  ),
+  candidates as (
+    select r.id as row_id, r.line, r.id as source_id, r.kind, r.amount as signed, r.row_type, r.description, r.source_ref, r.created
+      from rows r where r.kind not in ('application_fee', 'unsupported') and r.amount <> 0
+    union all
+    -- A fee is an expense (direction out); a negative fee is a fee given back (direction in).
+    select r.id, r.line, r.id || ':fee', 'fee', -r.fee, r.row_type, r.description, r.source_ref, r.created
+      from rows r where r.kind not in ('application_fee', 'unsupported') and r.fee <> 0
+  ),
+  inserted as (
+    insert into app_public.ledger_events (organization_id, event_type, direction, merchant_name, functional_amount,
+        functional_currency, transaction_date, memo, category_id, payment_account_id, status,
+        source, source_id, import_batch_id, backfill_id, journal_entry_id)
+      select org, app_private.processor_event_type(c.kind), case when c.signed > 0 then 'in' else 'out' end,
+             left(coalesce(case when c.kind <> 'fee' then nullif(app_private.clean_text(c.description), '') end,
+                           case c.kind when 'charge' then 'Processor charge' when 'refund' then 'Processor refund'
+                             when 'transfer' then 'Processor transfer' when 'payout' then 'Processor payout'
+                             else 'Processor fee' end), 500),
+             abs(c.signed), cur, c.created,
+             left(case when c.kind = 'fee' then format('Processor fee on %s %s', c.row_type, c.row_id)
+                       else format('Processor %s %s', c.row_type, c.row_id) end
+                  || case when c.source_ref <> '' then format(' (%s)', c.source_ref) else '' end, 5000),
+             case c.kind when 'charge' then a_sales when 'refund' then a_sales when 'transfer' then a_cogs
+                         when 'payout' then a_chequing else a_fees end,
+             a_clearing, case when review then 'needs_review' else 'confirmed' end,
+             'processor_import', c.source_id, v_batch, v_key || ':' || c.source_id,
+             -- Confirmed as they are written, with the id of the entry posted below: no update of
+             -- every event afterwards (post_journal_entries takes such events).
+             case when not review then app_private.uuid_v7() end
+        from candidates c
+       -- One global order: imports running at once wait for each other instead of deadlocking.
+       order by c.source_id
+      on conflict (organization_id, source, source_id) where source_id is not null do nothing
+      returning id, source_id
+  )
+  select (select array_agg(i.id) from inserted i),
+         (select count(*) from inserted),
+         (select count(distinct c.row_id) from candidates c join inserted i on i.source_id = c.source_id)
+    into v_ids, n_created, n_rows_created;
+
+  if not review and n_created > 0 then
+    perform app_private.post_journal_entries(v_ids);
+  end if;
+
+  return jsonb_build_object(
+    'batchId', v_key,
+    'layout', layout,
+    'rows', n_rows,
+    'created', n_created,
+    'createdRows', n_rows_created,
+    'skippedApplicationFee', n_app,
+    'skippedDuplicate', n_eligible - n_rows_created,
+    'skippedUnsupported', n_unsupported,
+    'unsupported', v_unsupported,
+    'skippedZeroAmount', n_zero,
+    'status', case when review then 'needs_review' else 'confirmed' end);
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.processor_import_stage(lines integer[], ids text[], row_types text[], amounts numeric[], fees numeric[], dates date[], descriptions text[], sources text[])
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+begin
+  insert into pg_temp.processor_import_rows (line, id, row_type, amount, fee, created, description, source_ref)
+    select * from unnest(lines, ids, row_types, amounts, fees, dates, descriptions, sources);
+  return coalesce(cardinality(lines), 0);
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.processor_row_kind(layout text, row_type text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select case when layout = 'A' then
+      case lower(btrim(row_type))
+        when 'charge' then 'charge' when 'payment' then 'charge'
+        when 'refund' then 'refund' when 'payment_refund' then 'refund'
+        when 'transfer' then 'transfer'
+        when 'processor_fee' then 'processor_fee' when 'stripe_fee' then 'processor_fee'
+        when 'payout' then 'payout'
+        when 'application_fee' then 'application_fee'
+        else 'unsupported' end
+    else
+      case lower(btrim(row_type))
+        when 'charge' then 'charge'
+        when 'refund' then 'refund'
+        when 'transfer' then 'transfer'
+        when 'fee' then 'processor_fee'
+        when 'platform_earning' then 'application_fee'
+        when 'payout' then 'payout'
+        else 'unsupported' end
+    end
+$function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.purge_expired()
@@ -1269,6 +1919,23 @@ CREATE OR REPLACE FUNCTION app_private.receipt_count(org uuid, period daterange)
  STABLE
 AS $function$ select 0 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.record_job_result(job_name text, job_id text, attempt integer, organization_id uuid, payload jsonb, status text, result jsonb, error text, started_at timestamp with time zone)
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+declare v_id bigint;
+begin
+  if status not in ('succeeded', 'failed') then perform app_private.fail('Status must be succeeded or failed.'); end if;
+  insert into app_private.job_results (job_name, job_id, attempt, organization_id, payload, status, result, error, started_at)
+    values (job_name, job_id, attempt,
+            -- A job naming an organization that no longer exists is still recorded.
+            (select o.id from app_public.organizations o where o.id = record_job_result.organization_id),
+            coalesce(payload, '{}'::jsonb), status, result, left(error, 10000), started_at)
+    returning id into v_id;
+  return v_id;
+end $function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.release_idempotency_key(credential text, idem_key text)
  RETURNS void
@@ -1365,6 +2032,21 @@ begin
   end if;
   return lower(dir);
 end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.statement_candidates(org uuid, payment_account uuid, days date[], amounts numeric[])
+ RETURNS TABLE(id uuid, transaction_date date, functional_amount numeric, direction text, merchant_name text, reference text, created timestamp with time zone)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public', 'pg_temp'
+ SET jit TO 'off'
+AS $function$
+  select e.id, e.transaction_date, e.functional_amount, e.direction, e.merchant_name, e.reference, e.created
+    from app_public.ledger_events e
+   where e.organization_id = org and org = app_public.current_organization_id()
+     and (e.payment_account_id = payment_account or e.payment_account_id is null)
+     and (e.transaction_date, e.functional_amount) in (select d, a from unnest(days, amounts) x (d, a))
+$function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.tax_code_json(t app_public.tax_codes)
@@ -1464,10 +2146,13 @@ begin
   elsif tg_op = 'DELETE' then entry := old.entry_id;
   else entry := new.entry_id;
   end if;
-  if not exists (select 1 from app_public.journal_entries where id = entry) then return null; end if;
-  select coalesce(sum(debit), 0), coalesce(sum(credit), 0), count(*) into d, c, n
-    from app_public.journal_lines where entry_id = entry;
-  if n < 2 or d <> c then
+  -- One query per entry (an import commits 100,000 of them): its lines' sums, or nothing when
+  -- the entry itself is gone (deleted with its event).
+  select coalesce(sum(l.debit), 0), coalesce(sum(l.credit), 0), count(l.id) into d, c, n
+    from app_public.journal_entries j left join app_public.journal_lines l on l.entry_id = j.id
+   where j.id = entry
+   group by j.id;
+  if found and (n < 2 or d <> c) then
     raise exception 'Journal entry % does not balance (debits %, credits %, % lines).', entry, d, c, n
       using errcode = 'check_violation';
   end if;
@@ -1495,11 +2180,11 @@ CREATE OR REPLACE FUNCTION app_private.tg_journal_lines__same_transaction()
 AS $function$
 begin
   -- created defaults to now(), the transaction's start: equal only within the posting transaction.
-  if exists (select 1 from app_public.journal_entries j where j.id = new.entry_id and j.created <> now()) then
+  if exists (select 1 from new_rows l join app_public.journal_entries j on j.id = l.entry_id where j.created <> now()) then
     raise exception 'Lines can only be added to a journal entry in the transaction that posts it.'
       using errcode = 'check_violation';
   end if;
-  return new;
+  return null;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -1551,75 +2236,60 @@ CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__audit()
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app_public'
 AS $function$
-declare diff jsonb;
+declare
+  -- Each changed row as old row o and new row n; the missing one is an empty row of the same
+  -- type, so that the fields are plain columns (reading them from a row value costs double).
+  v_rows text := case tg_op
+    -- An imported event's creation is recorded once per import run, by its import batch (who,
+    -- when, which file): an import of 100,000 events writes one row, not 100,000. Nothing is lost:
+    -- its later changes and its deletion record their old values here, as every event's do.
+    when 'INSERT' then 'new_rows n left join (select * from new_rows limit 0) o on true where n.import_batch_id is null'
+    when 'UPDATE' then 'new_rows n join old_rows o on o.id = n.id'
+    -- An organization being deleted takes its events with it: nothing to record for it.
+    else 'old_rows o left join (select * from old_rows limit 0) n on true
+           where exists (select 1 from app_public.organizations g where g.id = o.organization_id)' end;
+  -- The changes: an insert records the new row's fields that have a value ({field: value}, the
+  -- cheapest form, for imports of 100,000 events); a change or a deletion each differing field.
+  v_changes text := case tg_op
+    when 'INSERT' then $c$jsonb_strip_nulls(to_jsonb(n)) - array['id', 'organization_id', 'created', 'updated', 'has_memo']$c$
+    else format($c$jsonb_strip_nulls(jsonb_build_object(
+%s))$c$, $f$
+      'event_type', case when o.event_type is distinct from n.event_type then jsonb_build_object('old', o.event_type, 'new', n.event_type) end,
+      'direction', case when o.direction is distinct from n.direction then jsonb_build_object('old', o.direction, 'new', n.direction) end,
+      'merchant_name', case when o.merchant_name is distinct from n.merchant_name then jsonb_build_object('old', o.merchant_name, 'new', n.merchant_name) end,
+      'functional_amount', case when o.functional_amount is distinct from n.functional_amount then jsonb_build_object('old', o.functional_amount, 'new', n.functional_amount) end,
+      'functional_currency', case when o.functional_currency is distinct from n.functional_currency then jsonb_build_object('old', o.functional_currency, 'new', n.functional_currency) end,
+      'transaction_date', case when o.transaction_date is distinct from n.transaction_date then jsonb_build_object('old', o.transaction_date, 'new', n.transaction_date) end,
+      'status', case when o.status is distinct from n.status then jsonb_build_object('old', o.status, 'new', n.status) end,
+      'memo', case when o.memo is distinct from n.memo then jsonb_build_object('old', o.memo, 'new', n.memo) end,
+      'has_document', case when o.has_document is distinct from n.has_document then jsonb_build_object('old', o.has_document, 'new', n.has_document) end,
+      'category_id', case when o.category_id is distinct from n.category_id then jsonb_build_object('old', o.category_id, 'new', n.category_id) end,
+      'payment_account_id', case when o.payment_account_id is distinct from n.payment_account_id then jsonb_build_object('old', o.payment_account_id, 'new', n.payment_account_id) end,
+      'tax_amount', case when o.tax_amount is distinct from n.tax_amount then jsonb_build_object('old', o.tax_amount, 'new', n.tax_amount) end,
+      'tax_account_id', case when o.tax_account_id is distinct from n.tax_account_id then jsonb_build_object('old', o.tax_account_id, 'new', n.tax_account_id) end,
+      'tax_code', case when o.tax_code is distinct from n.tax_code then jsonb_build_object('old', o.tax_code, 'new', n.tax_code) end,
+      'journal_entry_id', case when o.journal_entry_id is distinct from n.journal_entry_id then jsonb_build_object('old', o.journal_entry_id, 'new', n.journal_entry_id) end,
+      'reference', case when o.reference is distinct from n.reference then jsonb_build_object('old', o.reference, 'new', n.reference) end,
+      'backfill_id', case when o.backfill_id is distinct from n.backfill_id then jsonb_build_object('old', o.backfill_id, 'new', n.backfill_id) end,
+      'source', case when o.source is distinct from n.source then jsonb_build_object('old', o.source, 'new', n.source) end,
+      'import_batch_id', case when o.import_batch_id is distinct from n.import_batch_id then jsonb_build_object('old', o.import_batch_id, 'new', n.import_batch_id) end,
+      'source_id', case when o.source_id is distinct from n.source_id then jsonb_build_object('old', o.source_id, 'new', n.source_id) end
+$f$) end;
 begin
-  -- Column by column (cheaper than diffing whole-row JSON on every confirm); null entries dropped.
-  if tg_op = 'INSERT' then
-    diff := jsonb_strip_nulls(jsonb_build_object(
-    'event_type', case when new.event_type is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.event_type)) end,
-    'direction', case when new.direction is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.direction)) end,
-    'merchant_name', case when new.merchant_name is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.merchant_name)) end,
-    'functional_amount', case when new.functional_amount is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.functional_amount)) end,
-    'functional_currency', case when new.functional_currency is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.functional_currency)) end,
-    'transaction_date', case when new.transaction_date is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.transaction_date)) end,
-    'status', case when new.status is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.status)) end,
-    'memo', case when new.memo is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.memo)) end,
-    'has_document', case when new.has_document is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.has_document)) end,
-    'category_id', case when new.category_id is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.category_id)) end,
-    'payment_account_id', case when new.payment_account_id is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.payment_account_id)) end,
-    'tax_amount', case when new.tax_amount is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.tax_amount)) end,
-    'tax_account_id', case when new.tax_account_id is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.tax_account_id)) end,
-    'tax_code', case when new.tax_code is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.tax_code)) end,
-    'journal_entry_id', case when new.journal_entry_id is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.journal_entry_id)) end,
-    'reference', case when new.reference is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.reference)) end,
-    'backfill_id', case when new.backfill_id is not null then jsonb_build_object('old', null, 'new', to_jsonb(new.backfill_id)) end));
-  else
-    diff := jsonb_strip_nulls(jsonb_build_object(
-    'event_type', case when old.event_type is distinct from new.event_type then jsonb_build_object('old', to_jsonb(old.event_type), 'new', to_jsonb(new.event_type)) end,
-    'direction', case when old.direction is distinct from new.direction then jsonb_build_object('old', to_jsonb(old.direction), 'new', to_jsonb(new.direction)) end,
-    'merchant_name', case when old.merchant_name is distinct from new.merchant_name then jsonb_build_object('old', to_jsonb(old.merchant_name), 'new', to_jsonb(new.merchant_name)) end,
-    'functional_amount', case when old.functional_amount is distinct from new.functional_amount then jsonb_build_object('old', to_jsonb(old.functional_amount), 'new', to_jsonb(new.functional_amount)) end,
-    'functional_currency', case when old.functional_currency is distinct from new.functional_currency then jsonb_build_object('old', to_jsonb(old.functional_currency), 'new', to_jsonb(new.functional_currency)) end,
-    'transaction_date', case when old.transaction_date is distinct from new.transaction_date then jsonb_build_object('old', to_jsonb(old.transaction_date), 'new', to_jsonb(new.transaction_date)) end,
-    'status', case when old.status is distinct from new.status then jsonb_build_object('old', to_jsonb(old.status), 'new', to_jsonb(new.status)) end,
-    'memo', case when old.memo is distinct from new.memo then jsonb_build_object('old', to_jsonb(old.memo), 'new', to_jsonb(new.memo)) end,
-    'has_document', case when old.has_document is distinct from new.has_document then jsonb_build_object('old', to_jsonb(old.has_document), 'new', to_jsonb(new.has_document)) end,
-    'category_id', case when old.category_id is distinct from new.category_id then jsonb_build_object('old', to_jsonb(old.category_id), 'new', to_jsonb(new.category_id)) end,
-    'payment_account_id', case when old.payment_account_id is distinct from new.payment_account_id then jsonb_build_object('old', to_jsonb(old.payment_account_id), 'new', to_jsonb(new.payment_account_id)) end,
-    'tax_amount', case when old.tax_amount is distinct from new.tax_amount then jsonb_build_object('old', to_jsonb(old.tax_amount), 'new', to_jsonb(new.tax_amount)) end,
-    'tax_account_id', case when old.tax_account_id is distinct from new.tax_account_id then jsonb_build_object('old', to_jsonb(old.tax_account_id), 'new', to_jsonb(new.tax_account_id)) end,
-    'tax_code', case when old.tax_code is distinct from new.tax_code then jsonb_build_object('old', to_jsonb(old.tax_code), 'new', to_jsonb(new.tax_code)) end,
-    'journal_entry_id', case when old.journal_entry_id is distinct from new.journal_entry_id then jsonb_build_object('old', to_jsonb(old.journal_entry_id), 'new', to_jsonb(new.journal_entry_id)) end,
-    'reference', case when old.reference is distinct from new.reference then jsonb_build_object('old', to_jsonb(old.reference), 'new', to_jsonb(new.reference)) end,
-    'backfill_id', case when old.backfill_id is distinct from new.backfill_id then jsonb_build_object('old', to_jsonb(old.backfill_id), 'new', to_jsonb(new.backfill_id)) end));
-  end if;
-  if diff = '{}'::jsonb then return null; end if;
-  insert into app_public.ledger_event_audit (organization_id, event_id, action, actor_api_key_id, actor_user_id, changes)
-    values (new.organization_id, new.id,
-            coalesce(nullif(current_setting('app.audit_action', true), ''), lower(tg_op)),
-            app_public.current_api_key_id(), app_public.current_user_id(), diff);
+  -- Dynamic SQL sees the transition tables too (they are registered for the whole function).
+  execute format($q$
+    insert into app_public.ledger_event_audit (organization_id, event_id, action, actor_api_key_id, actor_user_id, changes)
+      select d.organization_id, d.id, $1, $2, $3, d.changes
+        from (select coalesce(n.organization_id, o.organization_id) organization_id, coalesce(n.id, o.id) id, %s changes
+                from %s) d
+       where d.changes <> '{}'::jsonb
+       order by d.id
+  $q$, v_changes, v_rows)
+  using coalesce(nullif(current_setting('app.audit_action', true), ''), lower(tg_op)),
+        app_public.current_api_key_id(), app_public.current_user_id();
   return null;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
-
-CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__audit_delete()
- RETURNS trigger
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'app_public'
-AS $function$
-begin
-  -- An organization being deleted takes its events with it: nothing to record for it.
-  if not exists (select 1 from app_public.organizations o where o.id = old.organization_id) then return null; end if;
-  insert into app_public.ledger_event_audit (organization_id, event_id, action, actor_api_key_id, actor_user_id, changes)
-    select old.organization_id, old.id, coalesce(nullif(current_setting('app.audit_action', true), ''), 'delete'),
-           app_public.current_api_key_id(), app_public.current_user_id(),
-           coalesce(jsonb_object_agg(f.key, jsonb_build_object('old', f.value, 'new', null)), '{}'::jsonb)
-      from jsonb_each(to_jsonb(old)) f
-     where f.value <> 'null'::jsonb and f.key not in ('id', 'organization_id', 'created', 'updated');
-  return null;
-end $function$
--- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__counts()
  RETURNS trigger
@@ -1700,6 +2370,18 @@ begin
   end loop;
   return out;
 end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.uuid_v7()
+ RETURNS uuid
+ LANGUAGE sql
+ PARALLEL SAFE
+AS $function$
+  -- The random UUID's first 6 bytes replaced by the time; its version bits 0100 set to 0111.
+  select encode(set_bit(set_bit(overlay(uuid_send(gen_random_uuid())
+           placing substring(int8send((extract(epoch from clock_timestamp()) * 1000)::bigint) from 3)
+           from 1 for 6), 52, 1), 53, 1), 'hex')::uuid
+$function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_public.account_balances(organization_id uuid)
@@ -1809,6 +2491,18 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.check_bank_statement_dups(organization_id uuid, payment_account_id uuid, rows jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  perform app_private.check_statement_size(rows);
+  return jsonb_build_object('success', true, 'error', null,
+    'results', app_private.check_bank_statement_dups(organization_id, payment_account_id, rows));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.confirm_ledger_event(organization_id uuid, event_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -1834,8 +2528,7 @@ begin
   perform app_private.check_payment_account(e.payment_account_id);
   if coalesce(e.tax_amount, 0) > 0 then perform app_private.check_tax_account(e.tax_account_id); end if;
   if coalesce(e.tax_amount, 0) >= e.functional_amount then perform app_private.fail('Tax amount must be less than the amount.'); end if;
-  v_entry := app_private.post_journal_entry(e.id);
-  update app_public.ledger_events x set status = 'confirmed', journal_entry_id = v_entry where x.id = e.id;
+  select p.entry_id into v_entry from app_private.post_journal_entries(array[e.id]) p;
   return jsonb_build_object('success', true, 'error', null, 'eventId', e.id, 'journalEntryId', v_entry);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -2108,6 +2801,20 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.import_bank_statement(organization_id uuid, payment_account_id uuid, rows jsonb, currency text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare r jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  perform app_private.check_statement_size(rows);
+  r := app_private.import_bank_statement(organization_id, payment_account_id, currency, rows);
+  return jsonb_build_object('success', true, 'error', null, 'importedCount', r -> 'importedCount',
+    'skippedCount', r -> 'skippedCount', 'batchId', r -> 'batchId');
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.income_statement(organization_id uuid, start_date text DEFAULT NULL::text, end_date text DEFAULT NULL::text)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -2142,20 +2849,36 @@ AS $function$
 declare r jsonb;
 begin
   perform app_private.assert_org_access(organization_id, false);
-  select jsonb_agg(jsonb_build_object(
-      'id', a.id, 'eventId', a.event_id, 'action', a.action,
-      'actorType', case when a.actor_api_key_id is not null then 'api_key' when a.actor_user_id is not null then 'user' else 'system' end,
-      'actorId', coalesce(a.actor_api_key_id, a.actor_user_id),
-      'occurredAt', app_private.iso(a.occurred_at),
-      'changes', (select coalesce(jsonb_agg(jsonb_build_object('field', k.key,
-            'oldValue', case when jsonb_typeof(k.value -> 'old') in ('null') or k.value -> 'old' is null then null else k.value ->> 'old' end,
-            'newValue', case when jsonb_typeof(k.value -> 'new') in ('null') or k.value -> 'new' is null then null else k.value ->> 'new' end)
-            order by k.key), '[]'::jsonb)
-          from jsonb_each(a.changes) k))
-      order by a.id)
+  select jsonb_agg(x.entry order by x.occurred_at, x.ord, x.id)
     into r
-    from app_public.ledger_event_audit a
-   where a.organization_id = ledger_event_history.organization_id and a.event_id = ledger_event_history.event_id;
+    from (
+      -- An imported event's first entry: its import run.
+      select b.created occurred_at, 0 ord, 0::bigint id, jsonb_build_object(
+          'id', 'import:' || b.id, 'eventId', e.id, 'action', 'import',
+          'actorType', case when b.actor_api_key_id is not null then 'api_key' when b.actor_user_id is not null then 'user' else 'system' end,
+          'actorId', coalesce(b.actor_api_key_id, b.actor_user_id),
+          'occurredAt', app_private.iso(b.created),
+          'changes', jsonb_build_array(
+            jsonb_build_object('field', 'import_batch_id', 'oldValue', null, 'newValue', b.id),
+            jsonb_build_object('field', 'source', 'oldValue', null, 'newValue', e.source))) entry
+        from app_public.ledger_events e
+        join app_public.import_batches b on b.organization_id = e.organization_id and b.id = e.import_batch_id
+       where e.organization_id = ledger_event_history.organization_id and e.id = ledger_event_history.event_id
+      union all
+      select a.occurred_at, 1, a.id, jsonb_build_object(
+          'id', a.id, 'eventId', a.event_id, 'action', a.action,
+          'actorType', case when a.actor_api_key_id is not null then 'api_key' when a.actor_user_id is not null then 'user' else 'system' end,
+          'actorId', coalesce(a.actor_api_key_id, a.actor_user_id),
+          'occurredAt', app_private.iso(a.occurred_at),
+          -- A field is {old, new} (a change, a deletion) or its value alone (an insert: new, no old).
+          'changes', (select coalesce(jsonb_agg(jsonb_build_object('field', k.key,
+                'oldValue', case when jsonb_typeof(k.value) = 'object' then nullif(k.value -> 'old', 'null') #>> '{}' end,
+                'newValue', case when jsonb_typeof(k.value) = 'object' then nullif(k.value -> 'new', 'null') #>> '{}'
+                                 else nullif(k.value, 'null') #>> '{}' end)
+                order by k.key), '[]'::jsonb)
+              from jsonb_each(a.changes) k))
+        from app_public.ledger_event_audit a
+       where a.organization_id = ledger_event_history.organization_id and a.event_id = ledger_event_history.event_id) x;
   if r is null then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
   return r;
 end $function$
@@ -2870,7 +3593,7 @@ CREATE CONSTRAINT TRIGGER _900_balanced AFTER INSERT ON app_public.journal_entri
 
 CREATE TRIGGER _100_immutable BEFORE UPDATE ON app_public.journal_lines FOR EACH ROW EXECUTE FUNCTION app_private.tg_journal_lines__immutable();
 
-CREATE TRIGGER _100_same_transaction BEFORE INSERT ON app_public.journal_lines FOR EACH ROW EXECUTE FUNCTION app_private.tg_journal_lines__same_transaction();
+CREATE TRIGGER _200_same_transaction AFTER INSERT ON app_public.journal_lines REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__same_transaction();
 
 CREATE TRIGGER _500_totals_delete AFTER DELETE ON app_public.journal_lines REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__totals();
 
@@ -2894,9 +3617,11 @@ CREATE TRIGGER _500_counts_insert AFTER INSERT ON app_public.ledger_events REFER
 
 CREATE TRIGGER _500_counts_update AFTER UPDATE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__counts();
 
-CREATE TRIGGER _800_audit AFTER INSERT OR UPDATE ON app_public.ledger_events FOR EACH ROW EXECUTE FUNCTION app_private.tg_ledger_events__audit();
+CREATE TRIGGER _800_audit_delete AFTER DELETE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__audit();
 
-CREATE TRIGGER _800_audit_delete AFTER DELETE ON app_public.ledger_events FOR EACH ROW EXECUTE FUNCTION app_private.tg_ledger_events__audit_delete();
+CREATE TRIGGER _800_audit_insert AFTER INSERT ON app_public.ledger_events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__audit();
+
+CREATE TRIGGER _800_audit_update AFTER UPDATE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__audit();
 
 CREATE CONSTRAINT TRIGGER _100_keep_owner AFTER DELETE OR UPDATE ON app_public.memberships DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((old.role = 'owner'::text)) EXECUTE FUNCTION app_private.tg_memberships__keep_owner();
 
@@ -2926,6 +3651,10 @@ policy contacts_tenant on app_public.contacts for all to public
 
 policy idempotency_records_tenant on app_public.idempotency_records for all to public
   using (organization_id = app_public.current_organization_id());
+
+policy import_batches_tenant on app_public.import_batches for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
 
 policy intake_addresses_tenant on app_public.intake_addresses for all to public
   using (organization_id = app_public.current_organization_id())
