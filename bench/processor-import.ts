@@ -4,8 +4,7 @@ import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { generateProcessorExport } from "../scripts/generate-processor-export.js";
-import { runMigrations } from "../src/db/migrate.js";
-import { benchServerUrl, databaseUrl } from "./support.js";
+import { benchDatabase, benchServerUrl } from "./support.js";
 
 /**
  * `npm run bench -- processor-import [ROWS=100000] [ROWS…]`: the processor balance import end to
@@ -34,14 +33,7 @@ async function one(rows: number, dir: string) {
   console.log(`processor-import: ${rows.toLocaleString("en-US")} rows (${mb(statSync(file).size)} MB, layout A, seed 42), ` +
     `${generated.expected.created.toLocaleString("en-US")} events expected, server ${new URL(benchServerUrl).host}`);
 
-  const name = "accounting_bench_processor_import";
-  const admin = new pg.Client({ connectionString: benchServerUrl });
-  await admin.connect();
-  await admin.query(`drop database if exists ${name} with (force)`);
-  await admin.query(`create database ${name}`);
-  await admin.end();
-  const url = databaseUrl(name);
-  await runMigrations(url, true); // committed migrations, plus work in progress if any
+  const url = await benchDatabase("accounting_bench_processor_import");
   const db = new pg.Client({ connectionString: url });
   await db.connect();
   const org = "Processor Bench";

@@ -1,27 +1,13 @@
-import { execFile } from "node:child_process";
-import path from "node:path";
-import { promisify } from "node:util";
 import jwt from "jsonwebtoken";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "./helpers/cli.js";
 import { startHarness, type Harness } from "./helpers/harness.js";
 
-const run = promisify(execFile);
 let h: Harness;
 beforeAll(async () => { h = await startHarness(); });
 afterAll(() => h?.close());
 
-/** The operator CLI as `npm run cli -- …` runs it, against this test file's database. */
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string; json: any }> {
-  try {
-    const { stdout, stderr } = await run(path.resolve("node_modules/.bin/tsx"), ["src/cli/main.ts", ...args], {
-      env: { ...process.env, DATABASE_URL: h.databaseUrl, LOG_LEVEL: "silent" },
-    });
-    return { code: 0, stdout, stderr, json: args.includes("--json") ? JSON.parse(stdout) : undefined };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr, json: args.includes("--json") && err.stdout ? JSON.parse(err.stdout) : undefined };
-  }
-}
+const cli = (...args: string[]) => runCli(h.databaseUrl, ...args);
 
 const count = async (table: string) => (await h.owner.query(`select count(*)::int as n from ${table}`)).rows[0].n;
 

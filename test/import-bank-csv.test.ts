@@ -1,31 +1,15 @@
-import { execFile } from "node:child_process";
-import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli, type CliRun } from "./helpers/cli.js";
 import { createTenant, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { accountsOf, addAccount, createEvent } from "./ledger-fixtures.js";
 
-const run = promisify(execFile);
 let h: Harness;
 beforeAll(async () => { h = await startHarness(); });
 afterAll(() => h?.close());
 
-interface CliRun { code: number; stdout: string; stderr: string; json: any }
-
 /** `npm run cli -- import_bank_csv …` as the operator runs it, against this test file's database. */
-async function importFile(file: string, ...args: string[]): Promise<CliRun> {
-  const argv = ["src/cli/main.ts", "import_bank_csv", `data/samples/bank/${file}`, ...args];
-  const json = args.includes("--json");
-  try {
-    const { stdout, stderr } = await run(path.resolve("node_modules/.bin/tsx"), argv, {
-      env: { ...process.env, DATABASE_URL: h.databaseUrl, LOG_LEVEL: "silent" },
-    });
-    return { code: 0, stdout, stderr, json: json ? JSON.parse(stdout) : undefined };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr, json: json && err.stdout ? JSON.parse(err.stdout) : undefined };
-  }
-}
+const importFile = (file: string, ...args: string[]): Promise<CliRun> =>
+  runCli(h.databaseUrl, "import_bank_csv", `data/samples/bank/${file}`, ...args);
 
 /** The events on an account, by date and merchant (one import's events share their creation time). */
 async function eventsOn(accountId: string) {

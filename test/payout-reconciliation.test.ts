@@ -1,21 +1,17 @@
-import { execFile } from "node:child_process";
-import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { runCli } from "./helpers/cli.js";
 import { createTenant, startHarness, type Harness } from "./helpers/harness.js";
 import { accountsOf } from "./ledger-fixtures.js";
 
-const run = promisify(execFile);
 let h: Harness;
 beforeAll(async () => { h = await startHarness(); });
 afterAll(() => h?.close());
 
-/** An operator command, as `npm run cli -- …` runs it, against this test file's database; --json output. */
+/** An operator command's --json output, as `npm run cli -- …` prints it against this test file's database. */
 async function cli(...argv: string[]): Promise<any> {
-  const { stdout } = await run(path.resolve("node_modules/.bin/tsx"), ["src/cli/main.ts", ...argv, "--json"], {
-    env: { ...process.env, DATABASE_URL: h.databaseUrl, LOG_LEVEL: "silent" },
-  });
-  return JSON.parse(stdout);
+  const r = await runCli(h.databaseUrl, ...argv, "--json");
+  if (r.code !== 0) throw new Error(r.stderr || r.stdout);
+  return r.json;
 }
 
 // decisions §8 and §10: the processor's payouts, booked by the processor import as transfers from

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importProcessorBalance } from "../src/imports/processor-balance/import.js";
 import { parseAmount, parseDay } from "../src/imports/processor-balance/values.js";
 import { generateProcessorExport } from "../scripts/generate-processor-export.js";
+import { runCli, type CliRun } from "./helpers/cli.js";
 import { startHarness, type Harness } from "./helpers/harness.js";
 
 const run = promisify(execFile);
@@ -23,20 +24,7 @@ afterAll(async () => {
   rmSync(tmp, { recursive: true, force: true });
 });
 
-type CliRun = { code: number; stdout: string; stderr: string; json: any };
-
-/** The operator CLI as `npm run cli -- …` runs it, against this test file's database. */
-async function cli(...args: string[]): Promise<CliRun> {
-  try {
-    const { stdout, stderr } = await run(path.resolve("node_modules/.bin/tsx"), ["src/cli/main.ts", ...args], {
-      env: { ...process.env, DATABASE_URL: h.databaseUrl, LOG_LEVEL: "silent" },
-    });
-    return { code: 0, stdout, stderr, json: args.includes("--json") ? JSON.parse(stdout) : undefined };
-  } catch (e) {
-    const err = e as { code: number; stdout: string; stderr: string };
-    return { code: err.code, stdout: err.stdout, stderr: err.stderr, json: args.includes("--json") && err.stdout ? JSON.parse(err.stdout) : undefined };
-  }
-}
+const cli = (...args: string[]): Promise<CliRun> => runCli(h.databaseUrl, ...args);
 
 let orgCount = 0;
 async function organization(): Promise<{ id: string; name: string }> {
