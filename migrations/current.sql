@@ -1,1 +1,2 @@
--- Enter migration here
+-- A further copy of a statement row is no possible duplicate of the events its copies took.
+--!include imports/bank-statements.sql

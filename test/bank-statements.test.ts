@@ -84,6 +84,8 @@ describe("importBankStatement", () => {
     const coffee = row("Coffee Shop", "-4.75");
     expect(await importRows(bank, [coffee, coffee])).toMatchObject({ importedCount: 2, skippedCount: 0 });
     expect(await importRows(bank, [coffee, coffee])).toMatchObject({ importedCount: 0, skippedCount: 2 });
+    expect((await checkRows(bank, [coffee, coffee, coffee])).results.map((r: any) => [r.isDuplicate, r.isPossibleDuplicate]))
+      .toEqual([[true, false], [true, false], [false, false]]);
     expect(await importRows(bank, [coffee, coffee, coffee])).toMatchObject({ importedCount: 1, skippedCount: 2 });
     expect(await eventsOn(bank)).toBe(3);
   });

@@ -297,7 +297,7 @@ describe("import_processor_balance: a bad file is refused whole", () => {
   it("an unparsable date: its line and column", async () => {
     const lines = [...sample];
     lines[29] = lines[29].replace(/,2025-\d\d-\d\d \d\d:\d\d,/, ",2025-02-30 10:00,");
-    await refused(writeTmp("bad-date.csv", lines.join("\n")), 'Line 30, column Created (UTC): "2025-02-30 10:00" is not a date and time.');
+    await refused(writeTmp("bad-date.csv", lines.join("\n")), 'Line 30, column Created (UTC): "2025-02-30 10:00" is not a date and time (YYYY-MM-DD HH:MM, or M/D/YYYY H:MM as a spreadsheet re-saves it).');
   });
 
   it("a row in another currency, a file that is no export, a broken CSV, a missing file", async () => {
@@ -438,4 +438,14 @@ describe("progress on a terminal", () => {
     });
     expect(out).toMatch(/\r(Reading: [\d,]+ rows \(\d+%\)|Posting [\d,]+ rows…)/);
   }, 180_000);
+});
+
+describe("storage keys", () => {
+  it("refuses a key outside the store for good (a job that meets it is not retried)", async () => {
+    const { checkKey } = await import("../src/storage/storage.js");
+    for (const key of ["../../etc/passwd", "/etc/passwd", "a//b", "a/./b", ""]) {
+      expect(() => checkKey(key)).toThrow(expect.objectContaining({ permanent: true }));
+    }
+    expect(checkKey("processor-imports/x/file.csv")).toBe("processor-imports/x/file.csv");
+  });
 });

@@ -28,13 +28,18 @@ export class StorageNotFound extends Error {
  * (no empty segment, none that is `.` or `..`): a path under the root on a disk, a plain object
  * name in a bucket.
  */
+/** A key that can name no object: asking again cannot mend it (a job that meets it is not retried). */
+export class InvalidStorageKey extends Error {
+  readonly permanent = true;
+}
+
 export function checkKey(key: string): string {
   const segments = key.split("/");
   if (
     key.length === 0 || key.length > 1024 ||
     segments.some((s) => s === "" || s === "." || s === ".." || !/^[A-Za-z0-9._-]+$/.test(s))
   ) {
-    throw new Error(`Invalid storage key "${key}": use segments of letters, digits, ".", "_" and "-" separated by "/".`);
+    throw new InvalidStorageKey(`Invalid storage key "${key}": use segments of letters, digits, ".", "_" and "-" separated by "/".`);
   }
   return key;
 }

@@ -97,7 +97,7 @@ function addRow(chunk: RowChunk, columns: ColumnMap, record: string[], line: num
   if (fee === undefined) throw cellError(line, columns.label.fee, `${quoted(feeText)} is not an amount.`);
   const createdText = cell("created");
   const day = parseDay(createdText);
-  if (day === undefined) throw cellError(line, columns.label.created, `${quoted(createdText)} is not a date and time.`);
+  if (day === undefined) throw cellError(line, columns.label.created, `${quoted(createdText)} is not a date and time (YYYY-MM-DD HH:MM, or M/D/YYYY H:MM as a spreadsheet re-saves it).`);
   const rowCurrency = cell("currency").trim();
   if (rowCurrency.toUpperCase() !== currency) {
     throw cellError(line, columns.label.currency, `${quoted(rowCurrency)} is not the organization's currency (${currency}).`);

@@ -1,7 +1,8 @@
 /**
  * The values of an export's cells. Amounts are major units with at most two decimals (thousands
  * separators allowed, as a spreadsheet re-save writes them); timestamps are `YYYY-MM-DD HH:MM[:SS]`
- * (UTC), or `M/D/YYYY H:MM` after a spreadsheet re-save. Each parser returns undefined for a value
+ * (UTC), or `M/D/YYYY H:MM` after a spreadsheet re-save (a D/M/YYYY re-save is refused at its first
+ * day above 12, and the whole import is one transaction, so nothing is written). Each parser returns undefined for a value
  * it cannot read; the reader names the line and column.
  */
 
