@@ -692,12 +692,14 @@ begin
    where s.row_index = t.row_index;
 
   -- 4. Possible matches: same day, amount and direction, another merchant; an event not taken by
-  -- a full match first. Flagged only: the row is imported.
+  -- a full match first. Flagged only: the row is imported. (A further copy of a row whose events
+  -- are all taken is no possible match: its merchant is the same, it is simply one more.)
   update pg_temp.statement_rows s set event_id = p.id
     from (select distinct on (r.row_index) r.row_index, c.id
             from pg_temp.statement_rows r
             join pg_temp.statement_candidates c
               on c.transaction_date = r.transaction_date and c.functional_amount = r.amount and c.direction = r.direction
+             and c.merchant_key <> r.merchant_key
            where r.event_id is null
              and not (c.reference is not null and r.reference is not null and c.reference <> r.reference)
            order by r.row_index, c.id in (select t.event_id from pg_temp.statement_rows t where t.full_match), c.created, c.id) p

@@ -1,2 +1,1 @@
--- A further copy of a statement row is no possible duplicate of the events its copies took.
---!include imports/bank-statements.sql
+-- Enter migration here
