@@ -833,7 +833,7 @@ CREATE OR REPLACE FUNCTION app_private.check_bank_statement_dups(org uuid, payme
  LANGUAGE plpgsql
 AS $function$
 begin
-  perform set_config('app.organization_id', org::text, true);
+  perform app_private.scope_organization(org);
   perform app_private.check_payment_account(payment_account_id);
   return (select coalesce(jsonb_agg(jsonb_build_object('rowIndex', m.row_index, 'isDuplicate', m.is_duplicate,
              'isPossibleDuplicate', m.is_possible_duplicate, 'matchingEventId', m.matching_event_id) order by m.row_index), '[]')
@@ -1215,7 +1215,7 @@ declare
   v_imported integer;
   v_total integer;
 begin
-  perform set_config('app.organization_id', org::text, true);
+  perform app_private.scope_organization(org);
   perform set_config('app.audit_action', 'import', true);
   perform app_private.check_payment_account(payment_account_id);
   select o.functional_currency into v_currency from app_public.organizations o where o.id = org;
@@ -2021,6 +2021,21 @@ AS $function$
    where x.credential = save_idempotent_response.credential and x.idempotency_key = idem_key
 $function$
 -- grants: <owner>: EXECUTE; accounting_authenticator: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.scope_organization(org uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if app_public.current_api_key_id() is not null or app_public.current_user_id() is not null then
+    if org is distinct from app_public.current_organization_id() then
+      perform app_private.fail('Organization Not Found.', 'AU404');
+    end if;
+  else
+    perform set_config('app.organization_id', org::text, true);
+  end if;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.sort_dir(dir text, default_dir text DEFAULT 'asc'::text)
  RETURNS text

@@ -288,3 +288,23 @@ describe("duplicate counting (property)", () => {
     }), { numRuns: 25, seed: 20261123 });
   });
 });
+
+describe("the shared import functions", () => {
+  it("keep an API caller in its own organization, while the operator (no caller identity) names any", async () => {
+    const c = await h.owner.connect();
+    try {
+      await c.query("begin");
+      await c.query("select set_config('app.api_key_id', $1, true), set_config('app.organization_id', $2, true)", [t.apiKeyId, t.organizationId]);
+      await expect(c.query("select app_private.import_bank_statement($1, $2, null, '[]')", [other.organizationId, acc["Chequing"]]))
+        .rejects.toThrow("Organization Not Found.");
+      await c.query("rollback");
+      await c.query("begin");
+      const { rows: [{ r }] } = await c.query("select app_private.check_bank_statement_dups($1, $2, '[]') r",
+        [other.organizationId, (await accountsOf(h, other))["Chequing"]]);
+      expect(r).toEqual([]);
+    } finally {
+      await c.query("rollback");
+      c.release();
+    }
+  });
+});
