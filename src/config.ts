@@ -24,6 +24,8 @@ export interface Config {
   dataDir: string;
   /** Uploaded files (processor exports, later receipts): the local storage folder. */
   storageDir: string;
+  /** The S3-compatible bucket for uploaded files instead of storageDir (S3_BUCKET set). */
+  s3: S3Config | undefined;
   embeddedPostgresPort: number;
   worker: boolean;
   workerConcurrency: number;
@@ -40,6 +42,46 @@ export interface Config {
   statementTimeoutMs: number;
   /** What the operator should know about this configuration (the server logs them at start). */
   notices: string[];
+}
+
+export interface S3Config {
+  bucket: string;
+  region: string;
+  endpoint: string | undefined;
+  accessKeyId: string;
+  secretAccessKey: string;
+  forcePathStyle: boolean;
+}
+
+function onOff(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (["1", "on", "true"].includes(raw.toLowerCase())) return true;
+  if (["0", "off", "false"].includes(raw.toLowerCase())) return false;
+  throw new Error(`${name} must be "on" or "off", got "${raw}".`);
+}
+
+/** S3_BUCKET set: uploaded files go to that bucket, with the credentials it needs. */
+function s3Config(env: NodeJS.ProcessEnv, notices: string[]): S3Config | undefined {
+  const bucket = env.S3_BUCKET || undefined;
+  const endpoint = env.S3_ENDPOINT || undefined;
+  if (!bucket) {
+    const set = ["S3_ENDPOINT", "S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY", "S3_FORCE_PATH_STYLE"].filter((n) => env[n]);
+    if (set.length > 0) notices.push(`${set.join(", ")} set but S3_BUCKET is not: uploaded files stay in STORAGE_DIR.`);
+    return undefined;
+  }
+  const missing = ["S3_ACCESS_KEY_ID", "S3_SECRET_ACCESS_KEY"].filter((n) => !env[n]);
+  if (missing.length > 0) {
+    throw new Error(`S3_BUCKET is set, so the S3 storage needs ${missing.join(" and ")} too.`);
+  }
+  return {
+    bucket,
+    region: env.S3_REGION || "us-east-1",
+    endpoint,
+    accessKeyId: env.S3_ACCESS_KEY_ID!,
+    secretAccessKey: env.S3_SECRET_ACCESS_KEY!,
+    forcePathStyle: onOff(env, "S3_FORCE_PATH_STYLE", endpoint !== undefined),
+  };
 }
 
 /** A secret from the environment, else one generated once and kept in `dir`. */
@@ -85,6 +127,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     rateLimitPerHour: wholeNumber(env, "RATE_LIMIT_PER_HOUR", 5000),
     dataDir,
     storageDir: path.resolve(env.STORAGE_DIR || path.join(dataDir, "storage")),
+    s3: s3Config(env, notices),
     embeddedPostgresPort: wholeNumber(env, "EMBEDDED_PG_PORT", 54329),
     worker: env.WORKER !== "off",
     workerConcurrency: wholeNumber(env, "WORKER_CONCURRENCY", 2),

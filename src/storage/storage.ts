@@ -2,8 +2,8 @@ import type { Readable } from "node:stream";
 
 /**
  * Where uploaded files live (processor exports now, receipts later): a flat space of keys, each an
- * object written whole. Backends: the local folder (local.ts); an S3-compatible one comes with the
- * receipts. Keys are relative paths of safe segments, the same on every backend.
+ * object written whole. Backends: the local folder (local.ts) and an S3-compatible bucket (s3.ts).
+ * Keys are relative paths of safe segments, the same on every backend.
  */
 export interface Storage {
   /** Writes the whole stream under `key`, replacing what was there; visible only once complete. */
