@@ -1723,14 +1723,14 @@ end $function$
 -- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.processor_import_begin(org uuid)
- RETURNS text
+ RETURNS void
  LANGUAGE plpgsql
 AS $function$
-declare cur text;
 begin
   perform set_config('app.organization_id', org::text, true);
-  select o.functional_currency into cur from app_public.organizations o where o.id = org;
-  if not found then perform app_private.fail('Organization not found.', 'AP404'); end if;
+  if not exists (select 1 from app_public.organizations o where o.id = org) then
+    perform app_private.fail('Organization not found.', 'AP404');
+  end if;
   if to_regclass('pg_temp.processor_import_rows') is not null then drop table pg_temp.processor_import_rows; end if;
   create temp table processor_import_rows (
     line integer not null,
@@ -1740,9 +1740,9 @@ begin
     fee numeric(20,2) not null,
     created date not null,
     description text not null,
-    source_ref text not null
+    source_ref text not null,
+    currency text not null
   ) on commit drop;
-  return cur;
 end $function$
 -- grants: <owner>: EXECUTE
 
@@ -1770,6 +1770,11 @@ begin
   if layout not in ('A', 'B') then perform app_private.fail('Layout must be A or B.'); end if;
   select o.functional_currency into cur from app_public.organizations o where o.id = org;
   if not found then perform app_private.fail('Organization not found.', 'AP404'); end if;
+  -- Every row in the organization's currency: amounts are booked as they stand, never converted.
+  perform app_private.fail(format('Line %s, column %s: "%s" is not the organization''s currency (%s).',
+      r.line, case layout when 'A' then 'Currency' else 'currency' end, r.currency, cur))
+    from (select x.line, x.currency from pg_temp.processor_import_rows x
+           where upper(x.currency) <> cur order by x.line limit 1) r;
 
   -- What the file holds, in one pass.
   select count(*),
@@ -1868,13 +1873,13 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.processor_import_stage(lines integer[], ids text[], row_types text[], amounts numeric[], fees numeric[], dates date[], descriptions text[], sources text[])
+CREATE OR REPLACE FUNCTION app_private.processor_import_stage(lines integer[], ids text[], row_types text[], amounts numeric[], fees numeric[], dates date[], descriptions text[], sources text[], currencies text[])
  RETURNS integer
  LANGUAGE plpgsql
 AS $function$
 begin
-  insert into pg_temp.processor_import_rows (line, id, row_type, amount, fee, created, description, source_ref)
-    select * from unnest(lines, ids, row_types, amounts, fees, dates, descriptions, sources);
+  insert into pg_temp.processor_import_rows (line, id, row_type, amount, fee, created, description, source_ref, currency)
+    select * from unnest(lines, ids, row_types, amounts, fees, dates, descriptions, sources, currencies);
   return coalesce(cardinality(lines), 0);
 end $function$
 -- grants: <owner>: EXECUTE

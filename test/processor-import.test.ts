@@ -395,8 +395,8 @@ describe("two imports at once", () => {
       // The first import has posted but not committed yet.
       await first.query("begin");
       await first.query("select app_private.processor_import_begin($1)", [org.id]);
-      await first.query("select app_private.processor_import_stage($1::integer[], $2::text[], $3::text[], $4::numeric[], $5::numeric[], $6::date[], $7::text[], $8::text[])",
-        [[2], ["txn_3Bi6ppwMI2jMVVCSksO68feb"], ["charge"], ["113.00"], ["3.58"], ["2025-09-02"], ["Invoice INV-1001"], ["ch_x"]]);
+      await first.query("select app_private.processor_import_stage($1::integer[], $2::text[], $3::text[], $4::numeric[], $5::numeric[], $6::date[], $7::text[], $8::text[], $9::text[])",
+        [[2], ["txn_3Bi6ppwMI2jMVVCSksO68feb"], ["charge"], ["113.00"], ["3.58"], ["2025-09-02"], ["Invoice INV-1001"], ["ch_x"], ["cad"]]);
       const held = (await first.query("select app_private.processor_import_post($1, 'A', 'held.csv') as r", [org.id])).rows[0].r;
       expect(held.created).toBe(2);
       const pid = (await second.query("select pg_backend_pid() as pid")).rows[0].pid;

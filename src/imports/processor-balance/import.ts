@@ -49,14 +49,13 @@ export async function importProcessorBalance(db: pg.ClientBase, input: Readable,
   let bytes = 0;
   await db.query("begin");
   try {
-    const { rows: [{ currency }] } = await db.query<{ currency: string }>(
-      "select app_private.processor_import_begin($1) as currency", [options.organizationId]);
+    await db.query("select app_private.processor_import_begin($1)", [options.organizationId]);
     let pending: Promise<unknown> | undefined;
-    for await (const chunk of readProcessorRows(input, { currency, chunkSize, onLayout: (c) => { layout = c.layout; } })) {
+    for await (const chunk of readProcessorRows(input, { chunkSize, onLayout: (c) => { layout = c.layout; } })) {
       await pending;
       pending = db.query(
-        "select app_private.processor_import_stage($1::integer[], $2::text[], $3::text[], $4::numeric[], $5::numeric[], $6::date[], $7::text[], $8::text[])",
-        [chunk.lines, chunk.ids, chunk.types, chunk.amounts, chunk.fees, chunk.days, chunk.descriptions, chunk.sources]);
+        "select app_private.processor_import_stage($1::integer[], $2::text[], $3::text[], $4::numeric[], $5::numeric[], $6::date[], $7::text[], $8::text[], $9::text[])",
+        [chunk.lines, chunk.ids, chunk.types, chunk.amounts, chunk.fees, chunk.days, chunk.descriptions, chunk.sources, chunk.currencies]);
       // Awaited before the next chunk or the post; until then its failure must not count as unhandled.
       pending.catch(() => {});
       rows += chunk.lines.length;

@@ -14,13 +14,12 @@ export interface RowChunk {
   days: string[];
   descriptions: string[];
   sources: string[];
+  currencies: string[];
   /** Bytes of the file read so far (for progress). */
   bytes: number;
 }
 
 export interface ReadOptions {
-  /** The organization's currency: every row must be in it. */
-  currency: string;
   chunkSize: number;
   /** Called once, with the layout, before the first chunk. */
   onLayout?(columns: ColumnMap): void;
@@ -53,7 +52,7 @@ export async function* readProcessorRows(input: Readable, options: ReadOptions):
         options.onLayout?.(columns);
         continue;
       }
-      addRow(chunk, columns, record, line, options.currency);
+      addRow(chunk, columns, record, line);
       if (chunk.lines.length >= options.chunkSize) {
         chunk.bytes = info.bytes;
         yield chunk;
@@ -75,10 +74,10 @@ export async function* readProcessorRows(input: Readable, options: ReadOptions):
 }
 
 function emptyChunk(): RowChunk {
-  return { lines: [], ids: [], types: [], amounts: [], fees: [], days: [], descriptions: [], sources: [], bytes: 0 };
+  return { lines: [], ids: [], types: [], amounts: [], fees: [], days: [], descriptions: [], sources: [], currencies: [], bytes: 0 };
 }
 
-function addRow(chunk: RowChunk, columns: ColumnMap, record: string[], line: number, currency: string): void {
+function addRow(chunk: RowChunk, columns: ColumnMap, record: string[], line: number): void {
   const cell = (field: Field): string => {
     const i = columns.index[field];
     const v = i >= 0 ? (record[i] ?? "") : "";
@@ -98,10 +97,6 @@ function addRow(chunk: RowChunk, columns: ColumnMap, record: string[], line: num
   const createdText = cell("created");
   const day = parseDay(createdText);
   if (day === undefined) throw cellError(line, columns.label.created, `${quoted(createdText)} is not a date and time (YYYY-MM-DD HH:MM, or M/D/YYYY H:MM as a spreadsheet re-saves it).`);
-  const rowCurrency = cell("currency").trim();
-  if (rowCurrency.toUpperCase() !== currency) {
-    throw cellError(line, columns.label.currency, `${quoted(rowCurrency)} is not the organization's currency (${currency}).`);
-  }
   chunk.lines.push(line);
   chunk.ids.push(id);
   chunk.types.push(cell("type").trim());
@@ -110,4 +105,6 @@ function addRow(chunk: RowChunk, columns: ColumnMap, record: string[], line: num
   chunk.days.push(day);
   chunk.descriptions.push(cell("description"));
   chunk.sources.push(cell("source").trim());
+  // Checked against the organization's by processor_import_post, which names the line.
+  chunk.currencies.push(cell("currency").trim());
 }
