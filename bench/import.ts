@@ -1,5 +1,5 @@
 import pg from "pg";
-import { benchDatabase, databaseUrl, startServer } from "./support.ts";
+import { benchDatabase, databaseUrl, startServer, withPlans } from "./support.ts";
 
 /**
  * `npm run bench -- import [--reuse] [--events N]`: importBankStatement and checkBankStatementDups
@@ -96,18 +96,10 @@ export async function run(args: string[]) {
   }
 
   // EXPLAIN ANALYZE of the statements inside the check, as the API role runs them.
-  const c = new pg.Client({ connectionString: dbUrl });
-  await c.connect();
-  const plans: string[] = [];
-  c.on("notice", (x) => { if (/duration/.test(x.message ?? "")) plans.push(x.message!); });
-  await c.query("load 'auto_explain'");
-  await c.query("set auto_explain.log_min_duration = 0; set auto_explain.log_analyze = on; set auto_explain.log_nested_statements = on; set client_min_messages = log");
-  await c.query("begin");
-  await c.query("select set_config('role', 'accounting_visitor', true), set_config('app.api_key_id', $1, true), set_config('app.organization_id', $2, true)", [key.apiKey.id, org]);
-  await c.query("select app_public.check_bank_statement_dups($1, $2, $3)", [org, chequing, JSON.stringify(statement())]);
-  await c.query("rollback");
-  await c.end();
-  console.log("\n### checkBankStatementDups: the statements that read ledger_events\n");
-  for (const p of plans.filter((p) => /ledger_events/.test(p))) console.log(p.split("\n").slice(0, 30).join("\n") + "\n");
+  await withPlans(dbUrl, { apiKeyId: key.apiKey.id, organizationId: org }, async (explain) => {
+    const plans = await explain("select app_public.check_bank_statement_dups($1, $2, $3)", [org, chequing, JSON.stringify(statement())]);
+    console.log("\n### checkBankStatementDups: the statements that read ledger_events\n");
+    for (const p of plans.filter((p) => /ledger_events/.test(p))) console.log(p.split("\n").slice(0, 30).join("\n") + "\n");
+  });
   await owner.end();
 }

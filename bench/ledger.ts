@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import path from "node:path";
 import autocannon from "autocannon";
 import pg from "pg";
-import { benchDatabase, databaseUrl, startServer } from "./support.js";
+import { benchDatabase, databaseUrl, startServer, withPlans } from "./support.js";
 
 /**
  * `npm run bench -- ledger [--events N] [--reuse]`: one organization with N events (default
@@ -122,27 +122,18 @@ export async function run(args: string[]) {
     return;
   }
   // EXPLAIN ANALYZE of the statements the functions run, as the API role sees them (RLS on).
-  const c = new pg.Client({ connectionString: dbUrl });
-  await c.connect();
-  const plans: string[] = [];
-  c.on("notice", (n) => { if (/duration/.test(n.message ?? "")) plans.push(n.message!); });
-  await c.query("load 'auto_explain'");
-  await c.query("set auto_explain.log_min_duration = 0; set auto_explain.log_analyze = on; set auto_explain.log_nested_statements = on; set auto_explain.log_buffers = on; set client_min_messages = log");
-  await c.query("begin");
-  await c.query("select set_config('role', 'accounting_visitor', true), set_config('app.api_key_id', $1, true), set_config('app.organization_id', $2, true)", [key.apiKey.id, org]);
-  const explain = async (label: string, sql: string, params: unknown[]) => {
-    plans.length = 0;
-    await c.query(sql, params);
-    console.log(`\n### ${label}\n`);
-    for (const p of plans.filter((p) => !/Function Scan|Result  \(/.test(p.split("\n")[1] ?? "") || plans.length === 1)) console.log(p.replace(/^duration: [^\n]*\n/, "") + "\n");
-  };
-  await explain("listLedgerEvents default page", "select app_public.list_ledger_events($1)", [org]);
-  await explain("listLedgerEvents status + date range + search", "select app_public.list_ledger_events($1, status => $2, date_from => $3, date_to => $4, search => $5)",
-    [org, JSON.stringify(["needs_review", "confirmed"]), daysAgo(60), daysAgo(30), "staples"]);
-  await explain("dashboardSummary one year", "select app_public.dashboard_summary($1, $2, $3)", [org, daysAgo(365), daysAgo(0)]);
-  await explain("incomeStatement one year", "select app_public.income_statement($1, $2, $3)", [org, daysAgo(365), daysAgo(0)]);
-  await c.query("rollback");
-  await c.end();
+  await withPlans(dbUrl, { apiKeyId: key.apiKey.id, organizationId: org }, async (run) => {
+    const explain = async (label: string, sql: string, params: unknown[]) => {
+      const plans = await run(sql, params);
+      console.log(`\n### ${label}\n`);
+      for (const p of plans.filter((p) => !/Function Scan|Result  \(/.test(p.split("\n")[1] ?? "") || plans.length === 1)) console.log(p.replace(/^duration: [^\n]*\n/, "") + "\n");
+    };
+    await explain("listLedgerEvents default page", "select app_public.list_ledger_events($1)", [org]);
+    await explain("listLedgerEvents status + date range + search", "select app_public.list_ledger_events($1, status => $2, date_from => $3, date_to => $4, search => $5)",
+      [org, JSON.stringify(["needs_review", "confirmed"]), daysAgo(60), daysAgo(30), "staples"]);
+    await explain("dashboardSummary one year", "select app_public.dashboard_summary($1, $2, $3)", [org, daysAgo(365), daysAgo(0)]);
+    await explain("incomeStatement one year", "select app_public.income_statement($1, $2, $3)", [org, daysAgo(365), daysAgo(0)]);
+  });
   await owner.end();
   console.log("\nSummary:\n| request | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|\n" + results.join("\n"));
 }

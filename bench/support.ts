@@ -88,3 +88,31 @@ export async function load(url: string, body: unknown, headers: Record<string, s
 }
 
 export const fmt = (r: LoadResult) => `${r.rps.toFixed(0)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${r.requests} requests, ${r.non2xx} non-2xx, ${r.errors} errors)`;
+
+/**
+ * EXPLAIN ANALYZE of the statements SQL functions run (auto_explain, nested statements included),
+ * as the API role sees them (RLS on) with an API key's identity, in a transaction rolled back at
+ * the end. `fn` gets `explain(sql, params)`, which runs one call and returns its plans.
+ */
+export async function withPlans(dbUrl: string, identity: { apiKeyId: string; organizationId: string },
+    fn: (explain: (sql: string, params: unknown[]) => Promise<string[]>) => Promise<void>): Promise<void> {
+  const c = new pg.Client({ connectionString: dbUrl });
+  await c.connect();
+  const plans: string[] = [];
+  c.on("notice", (n) => { if (/duration/.test(n.message ?? "")) plans.push(n.message!); });
+  try {
+    await c.query("load 'auto_explain'");
+    await c.query("set auto_explain.log_min_duration = 0; set auto_explain.log_analyze = on; set auto_explain.log_nested_statements = on; set auto_explain.log_buffers = on; set client_min_messages = log");
+    await c.query("begin");
+    await c.query("select set_config('role', 'accounting_visitor', true), set_config('app.api_key_id', $1, true), set_config('app.organization_id', $2, true)",
+      [identity.apiKeyId, identity.organizationId]);
+    await fn(async (sql, params) => {
+      plans.length = 0;
+      await c.query(sql, params);
+      return [...plans];
+    });
+  } finally {
+    await c.query("rollback").catch(() => undefined);
+    await c.end();
+  }
+}
