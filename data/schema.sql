@@ -835,8 +835,8 @@ AS $function$
 begin
   perform app_private.scope_organization(org);
   perform app_private.check_payment_account(payment_account_id);
-  return (select coalesce(jsonb_agg(jsonb_build_object('rowIndex', m.row_index, 'isDuplicate', m.is_duplicate,
-             'isPossibleDuplicate', m.is_possible_duplicate, 'matchingEventId', m.matching_event_id) order by m.row_index), '[]')
+  return (select coalesce(jsonb_agg(app_private.duplicate_check_json(m.row_index, m.is_duplicate,
+             m.is_possible_duplicate, m.matching_event_id) order by m.row_index), '[]')
             from app_private.bank_statement_matches(org, payment_account_id, rows) m);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -1185,6 +1185,14 @@ CREATE OR REPLACE FUNCTION app_private.direction_for(event_type text)
 AS $function$ select case event_type when 'income' then 'in' else 'out' end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.duplicate_check_json(row_index integer, is_duplicate boolean, is_possible_duplicate boolean, matching_event_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select jsonb_build_object('rowIndex', row_index, 'isDuplicate', is_duplicate,
+     'isPossibleDuplicate', is_possible_duplicate, 'matchingEventId', matching_event_id) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.event_receipts(event_id uuid)
  RETURNS jsonb
  LANGUAGE sql
@@ -1214,6 +1222,7 @@ declare
   v_batch uuid;
   v_imported integer;
   v_total integer;
+  v_results jsonb;
 begin
   perform app_private.scope_organization(org);
   perform set_config('app.audit_action', 'import', true);
@@ -1261,9 +1270,14 @@ begin
       from (select p.rule_id, count(*) n from picked p where p.rule_id is not null group by p.rule_id) c
      where r.id = c.rule_id
   )
-  select (select count(*) from inserted), (select count(*) from m) into v_imported, v_total;
+  select (select count(*) from inserted), (select count(*) from m),
+         (select coalesce(jsonb_agg(app_private.duplicate_check_json(m.row_index, m.is_duplicate, m.is_possible_duplicate,
+                  m.matching_event_id) order by m.row_index), '[]') from m)
+    into v_imported, v_total, v_results;
 
-  return jsonb_build_object('importedCount', v_imported, 'skippedCount', v_total - v_imported, 'batchId', v_batch);
+  -- The flags each row was imported or skipped by (the operator's preview shows them).
+  return jsonb_build_object('importedCount', v_imported, 'skippedCount', v_total - v_imported, 'batchId', v_batch,
+    'results', v_results);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 

@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { BankFileError, readBankFile, type StatementRow } from "../imports/bank-files/index.js";
-import { CliError, required, sql, type Command, type CommandContext } from "./command.js";
+import { CliError, organizationByName, required, sql, type Command, type CommandContext } from "./command.js";
 
 const string = { type: "string" } as const;
 
@@ -26,39 +26,33 @@ export const bankImportCommands: Record<string, Command> = {
       const dryRun = ctx.args.values["dry-run"] === true;
       const statement = readStatement(file, ctx);
 
-      const [org] = await sql<{ id: string; name: string; functional_currency: string }>(ctx.db,
-        "select id, name, functional_currency from app_private.organization_by_name($1)", [orgName]);
+      const org = await organizationByName(ctx.db, orgName);
       const [{ id: accountId }] = await sql<{ id: string }>(ctx.db,
         "select app_private.payment_account_by_name($1, $2) as id", [org.id, accountName]);
-      // Amounts in another currency would be booked as the organization's: refused before anything
-      // (the dry run too), as import_bank_statement refuses them.
-      if (statement.currency !== null && statement.currency !== org.functional_currency) {
-        throw new CliError(`${file}: the amounts are in ${statement.currency}; currency must be the organization's currency (${org.functional_currency}).`);
-      }
       // The SQL functions take exactly BankStatementRowInput: the line and the currency stay here.
       const rowsJson = JSON.stringify(statement.rows.map(({ line: _line, currency: _currency, ...row }) => row));
-      const onRows = <T>(query: Promise<T>) => withLines(query, file, statement.rows);
-      const [{ checks }] = await onRows(sql<{ checks: DuplicateCheck[] }>(ctx.db,
-        "select app_private.check_bank_statement_dups($1, $2, $3::jsonb) as checks", [org.id, accountId, rowsJson]));
-      const flags = new Map(checks.map((c) => [c.rowIndex, c]));
+      // The whole file in one call of the import (the dry run too, rolled back): the duplicate rules
+      // pair identical rows one to one, which chunks would break; one call writes all or nothing;
+      // and the preview shows the flags the import itself went by.
+      await ctx.db.query("begin");
+      let result: { importedCount: number; skippedCount: number; batchId: string; results: DuplicateCheck[] };
+      try {
+        [{ result }] = await withLines(sql<{ result: typeof result }>(ctx.db,
+          "select app_private.import_bank_statement($1, $2, $3, $4::jsonb, $5) as result",
+          [org.id, accountId, statement.currency, rowsJson, path.basename(file)]), file, statement);
+        await ctx.db.query(dryRun ? "rollback" : "commit");
+      } catch (e) {
+        await ctx.db.query("rollback");
+        throw e;
+      }
+      const flags = new Map(result.results.map((c) => [c.rowIndex, c]));
       const preview = statement.rows.map((row, i) => {
         const check = flags.get(i);
         const duplicate: DuplicateFlag = check?.isDuplicate ? "duplicate" : check?.isPossibleDuplicate ? "possible duplicate" : null;
         return { ...row, duplicate, matchingEventId: check?.matchingEventId ?? null };
       });
-
-      let importedCount: number, skippedCount: number, batchId: string | null = null;
-      if (dryRun) {
-        skippedCount = preview.filter((r) => r.duplicate === "duplicate").length;
-        importedCount = preview.length - skippedCount;
-      } else {
-        // The whole file in one call: the duplicate rules pair identical rows one to one, which
-        // chunks would break, and one call writes all of it or nothing.
-        const [{ result }] = await onRows(sql<{ result: { importedCount: number; skippedCount: number; batchId: string } }>(ctx.db,
-          "select app_private.import_bank_statement($1, $2, $3, $4::jsonb, $5) as result",
-          [org.id, accountId, statement.currency, rowsJson, path.basename(file)]));
-        ({ importedCount, skippedCount, batchId } = result);
-      }
+      const { importedCount, skippedCount } = result;
+      const batchId = dryRun ? null : result.batchId;
 
       const summary = dryRun
         ? `Dry run, nothing written: ${importedCount} rows would be imported into "${accountName}", ${skippedCount} skipped as duplicates.`
@@ -75,17 +69,19 @@ export const bankImportCommands: Record<string, Command> = {
 };
 
 /**
- * The SQL functions name a bad row by its 0-based index in the rows sent ("Row 3: …"); the
- * operator knows the file's lines. Rows the reader left out (zero amounts) are not sent, so the
- * index is looked up, not computed.
+ * The operator knows the file's lines, not the rows sent: the SQL functions name a bad row by its
+ * 0-based index ("Row 3: …"), looked up here (rows the reader left out, zero amounts, are not sent),
+ * and refuse another currency, said here with the file's.
  */
-async function withLines<T>(query: Promise<T>, file: string, rows: StatementRow[]): Promise<T> {
+async function withLines<T>(query: Promise<T>, file: string, statement: { rows: StatementRow[]; currency: string | null }): Promise<T> {
   try {
     return await query;
   } catch (e) {
-    const m = e instanceof CliError ? /^Row (\d+)\b:?\s*(.*)$/s.exec(e.message) : null;
-    const row = m ? rows[Number(m[1])] : undefined;
+    if (!(e instanceof CliError)) throw e;
+    const m = /^Row (\d+)\b:?\s*(.*)$/s.exec(e.message);
+    const row = m ? statement.rows[Number(m[1])] : undefined;
     if (m && row) throw new CliError(`${file}: Line ${row.line}: ${m[2].replace(/^must/, "the row must")}`);
+    if (e.message.startsWith("currency must be")) throw new CliError(`${file}: the amounts are in ${statement.currency}; ${e.message}`);
     throw e;
   }
 }
