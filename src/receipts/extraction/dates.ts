@@ -1,0 +1,128 @@
+import { mendDigits } from "./lines.js";
+import type { DateOrder } from "./types.js";
+
+/** A date written on a receipt, with every calendar reading it allows. */
+export interface DateMention {
+  line: number;
+  start: number;
+  end: number;
+  /** YYYY-MM-DD, the day-first reading first when day and month could be swapped. */
+  readings: { iso: string; order: "DMY" | "MDY" | "any" }[];
+}
+
+const MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
+const MONTH_NAME =
+  "(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\\.?";
+
+// Each form with the groups it captures; digits around must not continue the number.
+const YEAR_FIRST = /(?<![\d/.-])(20\d{2})\s?[-/.]\s?(\d{1,2})\s?[-/.]\s?(\d{1,2})(?![\d/])/g;
+const NUMERIC = /(?<![\d/.-])(\d{1,2})\s?([-/.])\s?(\d{1,2})\s?\2\s?(\d{4}|\d{2})(?![\d/]|\.\d)/g;
+const DAY_MONTH_NAME = new RegExp(
+  `(?<![\\d])(\\d{1,2})(?:st|nd|rd|th)?[\\s\\-/.,]*${MONTH_NAME}(?![a-z])[\\s\\-/.,']*(\\d{4}|\\d{2})(?![\\d])`,
+  "gi",
+);
+const MONTH_NAME_DAY = new RegExp(
+  `(?<![a-z])${MONTH_NAME}(?![a-z])[\\s\\-/.]*(\\d{1,2})(?:st|nd|rd|th)?(?:,\\s*|\\s+|[-/])(\\d{4}|'?\\d{2}(?=\\s*$|,))(?![\\d])`,
+  "gi",
+);
+
+const CURRENT_YEAR = new Date().getFullYear();
+
+function fullYear(text: string): number {
+  const digits = text.replace(/\D/g, "");
+  return digits.length === 2 ? 2000 + Number(digits) : Number(digits);
+}
+
+/** YYYY-MM-DD when the parts make a real, plausible calendar day. */
+function isoDate(year: number, month: number, day: number): string | null {
+  if (year < 2000 || year > CURRENT_YEAR + 1) return null;
+  if (month < 1 || month > 12 || day < 1) return null;
+  if (day > new Date(Date.UTC(year, month, 0)).getUTCDate()) return null;
+  return `${year}-${String(month).padStart(2, "0")}-${String(day).padStart(2, "0")}`;
+}
+
+function monthNumber(name: string): number {
+  return MONTHS.indexOf(name.slice(0, 3).toLowerCase()) + 1;
+}
+
+/** Every date mentioned on the line; spans of one form are not read again by another. */
+export function datesInLine(raw: string, lineIndex: number): DateMention[] {
+  const line = mendDigits(raw);
+  const found: DateMention[] = [];
+  const taken = (start: number, end: number) => found.some((d) => start < d.end && end > d.start);
+  const add = (match: RegExpMatchArray, readings: DateMention["readings"]) => {
+    const start = match.index!;
+    const end = start + match[0].length;
+    if (readings.length > 0 && !taken(start, end)) found.push({ line: lineIndex, start, end, readings });
+  };
+  for (const m of line.matchAll(YEAR_FIRST)) {
+    const iso = isoDate(Number(m[1]), Number(m[2]), Number(m[3]));
+    add(m, iso ? [{ iso, order: "any" }] : []);
+  }
+  for (const m of line.matchAll(DAY_MONTH_NAME)) {
+    const iso = isoDate(fullYear(m[3]), monthNumber(m[2]), Number(m[1]));
+    add(m, iso ? [{ iso, order: "any" }] : []);
+  }
+  for (const m of line.matchAll(MONTH_NAME_DAY)) {
+    const iso = isoDate(fullYear(m[3]), monthNumber(m[1]), Number(m[2]));
+    add(m, iso ? [{ iso, order: "any" }] : []);
+  }
+  for (const m of line.matchAll(NUMERIC)) {
+    const [first, second, year] = [Number(m[1]), Number(m[3]), fullYear(m[4])];
+    const dayFirst = isoDate(year, second, first);
+    const monthFirst = isoDate(year, first, second);
+    const readings: DateMention["readings"] = [];
+    if (dayFirst && dayFirst === monthFirst) readings.push({ iso: dayFirst, order: "any" });
+    else {
+      if (dayFirst) readings.push({ iso: dayFirst, order: "DMY" });
+      if (monthFirst) readings.push({ iso: monthFirst, order: "MDY" });
+    }
+    add(m, readings);
+  }
+  return found;
+}
+
+/** A line that says which date it carries ("Date:", "Tarikh", "Dt"). */
+const DATE_LABEL = /\b(date|dated|dt|tarikh|datum|fecha)\b/i;
+/** Dates that are not the purchase's: expiry, validity, due or birth dates. */
+const OTHER_DATE = /\b(exp(iry|ires?)?|valid|due|until|before|birth|dob|best|use by)\b/i;
+
+/**
+ * The purchase date's readings: from the date next to a "Date" label when there is one,
+ * otherwise the first plausible date. An ambiguous day/month gives both readings under "auto",
+ * ordered by the order the receipt's unambiguous dates show (day-first when none do).
+ */
+export function receiptDateReadings(lines: string[], order: DateOrder): string[] {
+  const mentions = lines.flatMap((line, index) => datesInLine(line, index));
+  if (mentions.length === 0) return [];
+  const labelled = (d: DateMention) =>
+    DATE_LABEL.test(lines[d.line]) || (d.line > 0 && /^\W*(date|tarikh|dt)\W*$/i.test(lines[d.line - 1]));
+  // A date printed with a clock time is the transaction's timestamp; others may be an
+  // event's dates, a card's expiry, a promotion's end.
+  const timed = (d: DateMention) => {
+    const line = mendDigits(lines[d.line]);
+    return /^\W{0,3}(\d{1,2}:\d{2}|\d{1,2}\.\d{2}\s?[ap]m)/i.test(line.slice(d.end)) || /\d{1,2}:\d{2}(:\d{2})?\s?([ap]\.?m\.?)?\W{0,3}$/i.test(line.slice(0, d.start));
+  };
+  const rank = (d: DateMention) => (OTHER_DATE.test(lines[d.line]) ? 3 : labelled(d) ? 0 : timed(d) ? 1 : 2);
+  const chosen = [...mentions].sort((a, b) => rank(a) - rank(b) || a.line - b.line || a.start - b.start)[0];
+  const { readings } = chosen;
+  if (readings.length === 1) return [readings[0].iso];
+  if (order !== "auto") return readings.filter((r) => r.order === order).map((r) => r.iso);
+  const evidence = mentions.flatMap((d) => (d.readings.length === 1 ? [d.readings[0].order] : []));
+  const monthFirst = evidence.includes("MDY") && !evidence.includes("DMY");
+  const ordered = monthFirst ? [...readings].reverse() : readings;
+  return ordered.map((r) => r.iso);
+}
+
+/** The line with the dates and clock times blanked out, so they are not read as amounts. */
+export function withoutDates(line: string): string {
+  let out = mendDigits(line);
+  for (const d of datesInLine(line, 0).sort((a, b) => b.start - a.start)) {
+    out = out.slice(0, d.start) + " ".repeat(d.end - d.start) + out.slice(d.end);
+  }
+  // "13.45" is a time only where the line says so; elsewhere it may be money.
+  const timeLine = /\b(time|hrs|jam|masa)\b/i.test(line);
+  return out.replace(/\b\d{1,2}[:.]\d{2}(?:[:.]\d{2})?\s?(?:[ap]\.?m\.?)?(?![\d.,])/gi, (t) =>
+    timeLine || /:|[ap]\.?m/i.test(t) ? " ".repeat(t.length) : t,
+  );
+}

@@ -1,0 +1,68 @@
+import { AS_SCANNED, heicToPng, IMAGE_READINGS, prepareForOcr, type Cleanup } from "./images.js";
+import { recognise } from "./ocr.js";
+import { openPdf, pdfPageImages, pdfTextLayer } from "./pdf.js";
+import type { DocumentText } from "./types.js";
+
+/** A document that no retry can read: corrupt, unsupported, or too large. */
+export class UnreadableDocument extends Error {
+  readonly permanent = true;
+}
+
+const IMAGE_TYPES = new Set(["image/jpeg", "image/jpg", "image/png", "image/webp", "image/heic", "image/heif"]);
+
+/** All the OCR of one document (its readings, its pages) must end within this. */
+export const DOCUMENT_OCR_BUDGET_MS = 90_000;
+
+/**
+ * OCR of one image (any type sharp reads, or HEIC), one reading per clean-up given, the
+ * readings one after the other (the parser's rules hold over both: see parse.ts). A later
+ * reading is skipped when the document's time is nearly spent.
+ */
+export async function ocrImage(
+  bytes: Buffer,
+  contentType: string,
+  cleanups: Cleanup[] = IMAGE_READINGS,
+  deadlineAt = Date.now() + DOCUMENT_OCR_BUDGET_MS,
+): Promise<string> {
+  const decodable = /^image\/hei[cf]$/.test(contentType) ? await heicToPng(bytes) : bytes;
+  const readings: string[] = [];
+  for (const cleanup of cleanups) {
+    const left = deadlineAt - Date.now();
+    if (readings.length > 0 && left < 10_000) break;
+    const image = await prepareForOcr(decodable, cleanup);
+    readings.push((await recognise(image, { deadlineMs: Math.max(left, 1_000) })).text.trim());
+  }
+  return readings.join("\n\n");
+}
+
+/** The text of a receipt: its own for text and text-layer PDFs, OCR'd for images and scans. */
+export async function documentText(bytes: Buffer, contentType: string): Promise<DocumentText> {
+  const type = contentType.split(";")[0].trim().toLowerCase();
+  if (type === "text/plain") return { text: bytes.toString("utf8"), method: "text" };
+  if (type === "application/pdf") {
+    const pdf = await openPdf(bytes).catch((error: Error) => {
+      throw new UnreadableDocument(error.message);
+    });
+    try {
+      const layer = await pdfTextLayer(pdf);
+      if (layer !== null) return { text: layer, method: "pdf-text" };
+      const deadlineAt = Date.now() + DOCUMENT_OCR_BUDGET_MS;
+      const pages = await pdfPageImages(pdf);
+      const texts: string[] = [];
+      // Rendered pages are clean: one reading each is enough.
+      for (const page of pages) texts.push(await ocrImage(page, "image/png", [AS_SCANNED], deadlineAt));
+      return { text: texts.join("\n"), method: "pdf-ocr" };
+    } finally {
+      await pdf.loadingTask.destroy();
+    }
+  }
+  if (IMAGE_TYPES.has(type)) {
+    const text = await ocrImage(bytes, type).catch((error: Error) => {
+      // Timeouts may pass on a retry; a broken or oversized image never will.
+      if (/could not be decoded|megapixels/.test(error.message)) throw new UnreadableDocument(error.message);
+      throw error;
+    });
+    return { text, method: "ocr" };
+  }
+  throw new UnreadableDocument(`Receipts of type ${type} cannot be read (text, PDF, JPEG, PNG, WebP or HEIC).`);
+}

@@ -1,0 +1,190 @@
+import { amountsIn, type AmountToken } from "./amounts.js";
+import { withoutDates } from "./dates.js";
+
+/**
+ * How strongly a line's words say "this is what the customer pays". Higher wins; lines that
+ * name some other amount (subtotal, tax, tip, cash tendered, change, rounding, discount,
+ * quantities) are NOT_TOTAL and only the fallback may use them, never cash or change.
+ */
+export const Label = {
+  NOT_TOTAL: -1,
+  NONE: 0,
+  /** "Amount" alone, a card payment line: often the total, weak evidence. */
+  WEAK: 1,
+  TOTAL: 2,
+  /** "Total incl. GST", "Nett total": the total with everything in. */
+  INCLUSIVE: 3,
+  /** "Amount due", "Balance due", "Grand total", "Total payable", "Total after rounding". */
+  DUE: 4,
+} as const;
+export type Label = (typeof Label)[keyof typeof Label];
+
+// OCR writes T0TAL, TOTA1, TOTAI, TOT AL; receipts abbreviate it TTL or TOT.
+const TOTAL_WORD = /t\s?[o0]\s?t\s?[a4@]\s?[l1i|]|\bttl\b|\btot\b|\bjumlah\b|\bsumme\b|\bgesamt/;
+
+function labelWords(line: string): string {
+  return line.toLowerCase().replace(/\s+/g, " ");
+}
+
+/** Payments and their remainder are never the total, not even as a fallback. */
+export function isPaymentLine(words: string): boolean {
+  return /\b(cash|change|tender(ed)?|chg due|received|refund to)\b|kembali|\btunai\b/.test(words) &&
+    !/\b(cash sales?|cash bill|cash inv)/.test(words);
+}
+
+export function classify(line: string): Label {
+  const words = labelWords(line);
+  const total = TOTAL_WORD.test(words);
+  if (/\bsub[\s-]?(t\s?[o0]\s?t\s?[a4]\s?[l1i]|ttl)|\bsubtotal/.test(words)) return Label.NOT_TOTAL;
+  if (/(after|atf|aft|with)\s?(round|rnd)|rounded (total|amount)|(total|ttl) rounded/.test(words)) return Label.DUE;
+  if (/round|\brnd\b|\badj(ustment)?\b/.test(words) && !/adjustment note/.test(words)) return Label.NOT_TOTAL;
+  if (isPaymentLine(words)) return Label.NOT_TOTAL;
+  if (/\b(balance|amount|amt|total|ttl) (due|owing|to pay)\b|\b(payable|grand total|total to pay|please pay)\b/.test(words)) {
+    return Label.DUE;
+  }
+  if (/\b(qty|quantity|items?|item\(s\)|pcs|units|count|points?|pts|weight|kg)\b|\bno\.? of\b/.test(words)) {
+    return Label.NOT_TOTAL;
+  }
+  if (/\b(sav(ed|ings?)|you save|discount|disc|coupon|voucher|promo|deposit)\b/.test(words)) return Label.NOT_TOTAL;
+  if (/\b(excl\w*|exclusive|excluding|before tax|pre-?tax|net of tax|w\/o)\b|\bexc\b|\bnet (sales|amount)\b/.test(words)) {
+    return Label.NOT_TOTAL;
+  }
+  if (/\b(tip|tips|gratuity)\b/.test(words) && !total) return Label.NOT_TOTAL;
+  const taxFirst = /^\W*(\w+ )?(gst|vat|hst|pst|qst|sst|tax|taxes|service tax|sales tax)\b/.test(words);
+  if (total && !taxFirst && /\b(incl\w*|inc|inclusive|including|with)\b/.test(words)) return Label.INCLUSIVE;
+  if (/\bnett? (total|amount|amt)\b|\b(total|amount) nett?\b/.test(words)) return Label.INCLUSIVE;
+  if (/\b(gst|vat|hst|pst|qst|sst|tax|taxes|service charge|svc|srv|sv chg|serv)\b/.test(words)) return Label.NOT_TOTAL;
+  if (total) return Label.TOTAL;
+  if (/\b(amount|amt|visa|mastercard|master|amex|debit|credit|card|paid|payment|eftpos)\b/.test(words)) return Label.WEAK;
+  return Label.NONE;
+}
+
+interface Candidate {
+  cents: number;
+  label: Label;
+  /** Where the label was written (the line to read the currency from). */
+  line: number;
+  payment: boolean;
+}
+
+interface Row {
+  amounts: AmountToken[];
+  /** The line's words once its amounts are taken out. */
+  words: string;
+  /** Nothing but an amount (maybe with a currency or a tax-code letter). */
+  amountOnly: boolean;
+  /** Words and no amount: a label whose amount may be printed elsewhere. */
+  labelOnly: boolean;
+}
+
+function rowOf(line: string): Row {
+  const text = withoutDates(line);
+  const amounts = amountsIn(text);
+  let rest = text;
+  for (const a of [...amounts].reverse()) rest = rest.slice(0, a.start) + " " + rest.slice(a.end);
+  const words = labelWords(rest);
+  return {
+    amounts,
+    words,
+    amountOnly: amounts.length > 0 && words.replace(/\b(rm|myr|[a-z])\b|[^a-z]/g, "").length === 0,
+    labelOnly: amounts.length === 0 && /[a-z]{2}/.test(words),
+  };
+}
+
+/**
+ * Where the amount of a label printed without one is. Scans lose the row structure: the
+ * amount may be on the next line, or a column of labels comes out before the column of their
+ * amounts ("TOTAL / CASH / CHANGE" then "34.40 / 50.40 / 16.00"): then the label's place in
+ * its run of known labels is its amount's place in the run of amounts that follows.
+ */
+function pairedAmountRow(rows: Row[], i: number): number | null {
+  const known = (r: Row | undefined) => r !== undefined && r.labelOnly && (classify(r.words) !== Label.NONE || isPaymentLine(r.words));
+  let start = i;
+  while (start > 0 && known(rows[start - 1]) && i - start < 8) start--;
+  let end = i + 1;
+  while (end < rows.length && known(rows[end])) end++;
+  if (end - start > 1) {
+    const place = end + (i - start);
+    let whole = true;
+    for (let k = end; k <= place; k++) whole &&= rows[k]?.amountOnly ?? false;
+    if (whole) return place;
+  }
+  return rows[i + 1]?.amountOnly ? i + 1 : null;
+}
+
+/**
+ * OCR may run two columns into one line ("Total Saving 0.00 Total 66.15"): when words stand
+ * before each of several amounts, each amount belongs to the words before it.
+ */
+function labelledSegments(line: string, row: Row): { cents: number; words: string }[] {
+  if (row.amounts.length < 2) return [];
+  const text = withoutDates(line);
+  const segments = row.amounts.map((amount, k) => ({
+    cents: amount.cents,
+    words: labelWords(text.slice(k === 0 ? 0 : row.amounts[k - 1].end, amount.start)),
+  }));
+  return segments.every((segment) => /[a-z]{2}/.test(segment.words)) ? segments : [];
+}
+
+/** Every amount with the label it belongs to, if any. */
+export function candidates(lines: string[]): Candidate[] {
+  const rows = lines.map(rowOf);
+  const found: Candidate[] = [];
+  const claimed = new Set<number>();
+  for (let i = 0; i < rows.length; i++) {
+    const row = rows[i];
+    const label = classify(row.words);
+    const payment = isPaymentLine(row.words);
+    const segments = labelledSegments(lines[i], row);
+    if (segments.length > 1) {
+      for (const segment of segments) {
+        found.push({ cents: segment.cents, label: classify(segment.words), line: i, payment: isPaymentLine(segment.words) });
+      }
+    } else if (row.amounts.length > 0 && !row.amountOnly) {
+      // A row's own value is its rightmost amount (quantity and unit price come first).
+      found.push({ cents: row.amounts[row.amounts.length - 1].cents, label, line: i, payment });
+    } else if (row.labelOnly && (label !== Label.NONE || payment)) {
+      const paired = pairedAmountRow(rows, i);
+      if (paired !== null) {
+        claimed.add(paired);
+        found.push({ cents: rows[paired].amounts[0].cents, label, line: i, payment });
+      }
+    }
+  }
+  rows.forEach((row, i) => {
+    if (row.amountOnly && !claimed.has(i)) found.push({ cents: row.amounts[0].cents, label: Label.NONE, line: i, payment: false });
+  });
+  return promoteRoundedTotals(found, rows);
+}
+
+/**
+ * A total printed after a rounding adjustment that follows an earlier total is the rounded
+ * amount actually paid: it outranks the unrounded one whatever their labels say.
+ */
+function promoteRoundedTotals(found: Candidate[], rows: Row[]): Candidate[] {
+  const totals = found.filter((c) => c.label >= Label.TOTAL).sort((a, b) => a.line - b.line);
+  for (let k = 1; k < totals.length; k++) {
+    const rounding = rows.some(
+      (r, i) => i > totals[k - 1].line && i < totals[k].line && /round|\brnd\b/.test(r.words) && !/after|atf/.test(r.words),
+    );
+    if (rounding && totals[k].label < Label.DUE) totals[k].label = Label.DUE;
+  }
+  return found;
+}
+
+/**
+ * The grand total: the amount with the strongest total label, the largest among equals (a
+ * total after a tip or service charge includes them; a tax summary's "Total" is smaller). With
+ * no total label, the largest amount that is not a payment or change.
+ */
+export function findTotal(lines: string[]): { cents: number; line: number } | null {
+  // A zero "Balance due" after payment says nothing about the total: zeros count only alone.
+  const found = candidates(lines);
+  const nonZero = found.filter((c) => c.cents !== 0);
+  const all = nonZero.length > 0 ? nonZero : found;
+  const strongest: number = Math.max(Label.NONE, ...all.map((c) => c.label));
+  const pool = strongest > Label.NONE ? all.filter((c) => c.label === strongest) : all.filter((c) => !c.payment);
+  if (pool.length === 0) return null;
+  const best = pool.reduce((a, b) => (b.cents > a.cents ? b : a));
+  return { cents: best.cents, line: best.line };
+}

@@ -1,0 +1,237 @@
+import { describe, expect, it } from "vitest";
+import { parseReceiptText } from "../src/receipts/extraction/index.js";
+
+const parse = (text: string, dateOrder: "auto" | "DMY" | "MDY" = "auto") => parseReceiptText(text, { dateOrder });
+const amountOf = (text: string) => parse(text).amount;
+
+describe("receipt total", () => {
+  it("takes the total, not the subtotal or the tax", () => {
+    expect(amountOf("Subtotal 20.00\nGST 5% 1.00\nPST 7% 1.40\nTotal 22.40")).toBe("22.40");
+    expect(amountOf("SUB TOTAL 9.00\nHST 1.17\nTOTAL: 10.17\nVISA 10.17")).toBe("10.17");
+    expect(amountOf("Sub-total 100.00\nVAT 20% 20.00\nTotal VAT 20.00\nTotal 120.00")).toBe("120.00");
+  });
+
+  it("ignores cash tendered, change, rounding, discounts and savings", () => {
+    expect(amountOf("TOTAL 17.85\nCASH 50.00\nCHANGE 32.15")).toBe("17.85");
+    expect(amountOf("Amount due 8.99\nTendered 20.00\nChange due 11.01")).toBe("8.99");
+    expect(amountOf("Total 12.34\nRounding -0.04\nDiscount 5.00\nYou saved 5.00\nCash 20.00")).toBe("12.34");
+    expect(amountOf("Total items 3\nTotal qty 12\nTOTAL 4.50")).toBe("4.50");
+  });
+
+  it("knows the labels of a grand total", () => {
+    expect(amountOf("Subtotal 40.00\nTax 5.20\nGRAND TOTAL 45.20\nPaid 50.00")).toBe("45.20");
+    expect(amountOf("Total 30.00\nDeposit 10.00\nBALANCE DUE 20.00")).toBe("20.00");
+    expect(amountOf("Nett Total 18.90\nTotal Tax 1.07")).toBe("18.90");
+    expect(amountOf("Total (excl. GST) 10.00\nGST 0.50\nTotal (incl. GST) 10.50")).toBe("10.50");
+    expect(amountOf("Total Sales (Inclusive GST) 31.80\nCash 40.00")).toBe("31.80");
+    expect(amountOf("TOTAL RM 12.30\nCASH RM 20.00\nCHANGE RM 7.70")).toBe("12.30");
+    expect(amountOf("Total 46.89\nRounding adj 0.01\nTotal after rounding 46.90")).toBe("46.90");
+  });
+
+  it("includes the tip when a total with the tip follows", () => {
+    expect(amountOf("Subtotal 50.00\nTax 6.50\nTotal 56.50\nTip 10.00\nTotal 66.50")).toBe("66.50");
+    expect(amountOf("Total 56.50\nTip 10.00")).toBe("56.50");
+    expect(amountOf("Suggested tip: 15% 8.48\nTOTAL 56.50")).toBe("56.50");
+  });
+
+  it("reads thousands separators, symbols and European decimals", () => {
+    expect(amountOf("Total $1,234.56")).toBe("1234.56");
+    expect(amountOf("Summe 1.234,56 €")).toBe("1234.56");
+    expect(amountOf("TOTAL EUR 12,30")).toBe("12.30");
+    expect(amountOf("Total £2,500.00")).toBe("2500.00");
+  });
+
+  it("survives OCR noise", () => {
+    expect(amountOf("T0TAL: 12 .30")).toBe("12.30");
+    expect(amountOf("TOTAI 4O.50\nCASH 50.00")).toBe("40.50");
+    expect(amountOf("Tota1 9.99")).toBe("9.99");
+  });
+
+  it("pairs labels and amounts printed in separate columns", () => {
+    expect(amountOf("TOTAL\nRM 7.20\nCASH\nRM 10.00")).toBe("7.20");
+    expect(amountOf("TOTAL INCL. TAX\nCASH\nCHANGE\n12.40\n20.00\n7.60")).toBe("12.40");
+  });
+
+  it("keeps a negative total of a refund or adjustment note", () => {
+    expect(amountOf("CREDIT NOTE\nItems returned -9.00\nTOTAL PAYABLE -9.00")).toBe("-9.00");
+    expect(amountOf("Refund total 4.50-")).toBe("-4.50");
+  });
+
+  it("does not take a zero balance left after payment", () => {
+    expect(amountOf("Total $88.40\nPaid by VISA 88.40\nBalance due 0.00")).toBe("88.40");
+  });
+
+  it("falls back to the largest amount that is not a payment", () => {
+    expect(amountOf("Coffee 3.50\nMuffin 2.75\nCash 10.00\nChange 3.75")).toBe("3.50");
+    expect(amountOf("Subtotal 6.25\nCash 10.00")).toBe("6.25");
+    expect(amountOf("Thank you for visiting\nSee you soon")).toBeNull();
+  });
+
+  it("does not read dates, times, percentages or phone numbers as amounts", () => {
+    expect(amountOf("14.03.2023 12.30\nTel 604-555-0199\nGST 5%\nTotal 8.00")).toBe("8.00");
+    expect(amountOf("Date 14.03.23\nTime 13.45")).toBeNull();
+  });
+});
+
+describe("receipt date", () => {
+  const dates = (text: string, order: "auto" | "DMY" | "MDY" = "auto") => parse(text, order).dateReadings;
+
+  it("reads the usual written forms", () => {
+    for (const text of [
+      "2023-03-14",
+      "14/03/2023",
+      "03/14/2023",
+      "14-03-2023",
+      "14.03.2023",
+      "Mar 14, 2023",
+      "14 Mar 2023",
+      "March 14 2023",
+      "14-MAR-23",
+      "2023/03/14",
+      "14/03/23",
+      "14/03/2023 13:45",
+      "Tuesday, 14th March 2023",
+      "14/MAR/2023",
+      "14-OCT-23".replace("OCT", "MAR"),
+      "Date 14-MAR-2023 09:15",
+    ]) {
+      expect(dates(`Corner Shop\n${text}\nTotal 1.00`), text).toEqual(["2023-03-14"]);
+    }
+  });
+
+  it("gives both readings of an ambiguous date under auto, one under DMY or MDY", () => {
+    expect(dates("Date: 03/04/2023")).toEqual(["2023-04-03", "2023-03-04"]);
+    expect(dates("Date: 03/04/2023", "DMY")).toEqual(["2023-04-03"]);
+    expect(dates("Date: 03/04/2023", "MDY")).toEqual(["2023-03-04"]);
+    expect(dates("Date: 05/05/2023")).toEqual(["2023-05-05"]);
+  });
+
+  it("keeps the only valid reading whatever the order asked", () => {
+    expect(dates("4/22/2018 08:10PM", "DMY")).toEqual(["2018-04-22"]);
+    expect(dates("22/4/2018", "MDY")).toEqual(["2018-04-22"]);
+  });
+
+  it("orders the two readings by what the receipt's other dates show", () => {
+    expect(dates("Sale 03/04/2023 10:00\nReturn by 12/25/2023")).toEqual(["2023-03-04", "2023-04-03"]);
+  });
+
+  it("reads two-digit years as 20yy", () => {
+    expect(dates("Date 25/12/22")).toEqual(["2022-12-25"]);
+    expect(dates("05-01-16 14:41", "DMY")).toEqual(["2016-01-05"]);
+  });
+
+  it("prefers the labelled or time-stamped date over other dates", () => {
+    expect(dates("Offer valid until 30/06/2023\nDate: 14/03/2023")).toEqual(["2023-03-14"]);
+    expect(dates("Sale 1 - 5 March 2023\n14/03/2023 13:45\nTotal 3.00")).toEqual(["2023-03-14"]);
+    expect(dates("Card expiry 31/08/2025\n2023-03-14")).toEqual(["2023-03-14"]);
+  });
+
+  it("ignores implausible years and things that are not dates", () => {
+    expect(dates("Est. 14/03/1987\n2023-03-14")).toEqual(["2023-03-14"]);
+    expect(dates(`Date 01/01/${new Date().getFullYear() + 5}`)).toEqual([]);
+    expect(dates("Unit 17/54 Main Road\nTel 07-386 7524")).toEqual([]);
+    expect(dates("31/02/2023")).toEqual([]);
+  });
+});
+
+describe("receipt vendor", () => {
+  const vendor = (text: string) => parse(text).vendorName;
+
+  it("skips titles, addresses, phones, registration numbers and dates", () => {
+    expect(vendor("TAX INVOICE\nMAPLE LEAF HARDWARE LTD\n123 King Street West\nTel: 416-555-0100")).toBe("MAPLE LEAF HARDWARE LTD");
+    expect(vendor("Welcome to\nBlue Door Cafe\n42 Harbour Rd\nwww.bluedoor.example")).toBe("Blue Door Cafe");
+    expect(vendor("(123456-X)\nGST REG NO: 000123456789\nSINAR JAYA TRADING SDN BHD\nNO 5, JALAN MAJU 3")).toBe(
+      "SINAR JAYA TRADING SDN BHD",
+    );
+    expect(vendor("14/03/2023 10:22\nOFFICIAL RECEIPT\nGreenfield Books\n")).toBe("Greenfield Books");
+  });
+
+  it("skips logo noise read as letters", () => {
+    expect(vendor("~ ' ;\nx dl ip\nHARBOUR FRESH MARKET\n88 Quay Street")).toBe("HARBOUR FRESH MARKET");
+  });
+
+  it("cleans punctuation and registration numbers around the name", () => {
+    expect(vendor("*** SUNRISE BAKERY ***\nTotal 3.00")).toBe("SUNRISE BAKERY");
+    expect(vendor("KAMPUNG MAJU SDN. BHD. (998877-K)\nLOT 7, JALAN 2")).toBe("KAMPUNG MAJU SDN. BHD.");
+  });
+
+  it("joins a legal name wrapped over lines", () => {
+    expect(vendor("BINTANG TIMUR HARDWARE\nENTERPRISE (SEKSYEN\nTUJUH) SDN BHD\n12, JALAN 4/7")).toBe(
+      "BINTANG TIMUR HARDWARE ENTERPRISE (SEKSYEN TUJUH) SDN BHD",
+    );
+    expect(vendor("RIVERSIDE PAPER\nCO. (M) SDN BHD\n(CO. NO. 12345-A)")).toBe("RIVERSIDE PAPER CO. (M) SDN BHD");
+  });
+
+  it("finds the shop named in an e-mailed receipt's sentence", () => {
+    expect(vendor("Hello Sam,\n\nThanks for your order from Tidewater Kites Co.! Here is your receipt.\nTotal: $30.00")).toBe(
+      "Tidewater Kites Co.",
+    );
+    expect(vendor("Receipt from Quillbright Labs Inc.\nquillbright.io\nTotal USD $9.00")).toBe("Quillbright Labs Inc.");
+    expect(vendor("Hi there,\nMaple Row Dental\nCleaning $120.00")).toBe("Maple Row Dental");
+  });
+
+  it("does not take an item line with a price for the shop", () => {
+    expect(vendor("$42.10\n\nCedar Hollow Garage\nShop Supplies $6.54\nTotal $42.10")).toBe("Cedar Hollow Garage");
+  });
+
+  it("reads street words as a name when no number goes with them", () => {
+    expect(vendor("==========\nOAKRIDGE BUILDING SUPPLY\n6721 50 Ave")).toBe("OAKRIDGE BUILDING SUPPLY");
+  });
+
+  it("is null when nothing looks like a name", () => {
+    expect(vendor("12.30\n14/03/2023\n#### 1234")).toBeNull();
+  });
+});
+
+describe("receipt currency", () => {
+  const currency = (text: string) => parse(text).currency;
+  it("reads symbols and codes", () => {
+    expect(currency("TOTAL RM 12.30")).toBe("MYR");
+    expect(currency("Total (RM) 12.30")).toBe("MYR");
+    expect(currency("Total CA$ 12.30")).toBe("CAD");
+    expect(currency("Total C$12.30")).toBe("CAD");
+    expect(currency("Amount due 12.30 CAD")).toBe("CAD");
+    expect(currency("Total US$12.30")).toBe("USD");
+    expect(currency("Total USD 12.30")).toBe("USD");
+    expect(currency("Total €12,30")).toBe("EUR");
+    expect(currency("Total £12.30")).toBe("GBP");
+  });
+  it("leaves a bare dollar sign unknown", () => {
+    expect(currency("Total $12.30")).toBeNull();
+    expect(currency("Total 12.30")).toBeNull();
+  });
+  it("does not take RM inside a word", () => {
+    expect(currency("FIRM FOODS\nTotal 12.30")).toBeNull();
+  });
+});
+
+describe("a whole receipt", () => {
+  it("reads every field", () => {
+    const text = [
+      "@@ ~~",
+      "TAX INVOICE",
+      "PELANGI STATIONERY SDN BHD",
+      "(765432-W)",
+      "NO. 9, JALAN BUNGA RAYA, 50000 KUALA LUMPUR",
+      "TEL: 03-1234 5678",
+      "DATE: 07/08/2019 TIME: 15:02",
+      "PEN BLUE 2 X 1.50 3.00",
+      "A4 PAPER 1 X 12.90 12.90",
+      "SUB TOTAL (RM) 15.90",
+      "TOTAL GST (RM) 0.95",
+      "ROUNDING (RM) 0.00",
+      "TOTAL (RM) 16.85",
+      "CASH 20.00",
+      "CHANGE 3.15",
+      "GST SUMMARY AMOUNT TAX",
+      "SR 6% 15.90 0.95",
+      "TOTAL: 15.90 0.95",
+    ].join("\n");
+    expect(parse(text, "DMY")).toEqual({
+      vendorName: "PELANGI STATIONERY SDN BHD",
+      amount: "16.85",
+      currency: "MYR",
+      dateReadings: ["2019-08-07"],
+    });
+  });
+});
