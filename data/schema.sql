@@ -191,6 +191,25 @@ table app_public.intake_addresses (row-level security, forced)
   CREATE UNIQUE INDEX intake_addresses_pkey ON app_public.intake_addresses USING btree (id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
 
+table app_public.intake_messages (row-level security, forced)
+  column id uuid not null default app_private.uuid_v7()
+  column organization_id uuid not null
+  column channel text not null
+  column message_id text not null
+  column sender text not null default ''::text
+  column received_at timestamp with time zone not null default now()
+  constraint intake_messages_channel_check CHECK ((channel = ANY (ARRAY['email'::text, 'sms'::text, 'mailbox'::text, 'cloud_drive'::text])))
+  constraint intake_messages_message_id_check CHECK (((length(message_id) >= 1) AND (length(message_id) <= 998)))
+  constraint intake_messages_message_key UNIQUE (organization_id, channel, message_id)
+  constraint intake_messages_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint intake_messages_organization_id_id_key UNIQUE (organization_id, id)
+  constraint intake_messages_pkey PRIMARY KEY (id)
+  constraint intake_messages_sender_check CHECK ((length(sender) <= 998))
+  CREATE UNIQUE INDEX intake_messages_message_key ON app_public.intake_messages USING btree (organization_id, channel, message_id)
+  CREATE UNIQUE INDEX intake_messages_organization_id_id_key ON app_public.intake_messages USING btree (organization_id, id)
+  CREATE UNIQUE INDEX intake_messages_pkey ON app_public.intake_messages USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
 table app_public.journal_entries (row-level security, forced)
   column id uuid not null default app_private.uuid_v7()
   column organization_id uuid not null
@@ -331,6 +350,8 @@ table app_public.organizations (row-level security, forced)
   column name text not null
   column functional_currency text not null default 'CAD'::text
   column created timestamp with time zone not null default now()
+  column date_order text not null default 'auto'::text  grants: accounting_visitor: UPDATE
+  constraint organizations_date_order_check CHECK ((date_order = ANY (ARRAY['auto'::text, 'DMY'::text, 'MDY'::text])))
   constraint organizations_functional_currency_check CHECK ((functional_currency ~ '^[A-Z]{3}$'::text))
   constraint organizations_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 200)))
   constraint organizations_pkey PRIMARY KEY (id)
@@ -348,6 +369,72 @@ table app_public.rate_limit_windows (row-level security, forced)
   constraint rate_limit_windows_pkey PRIMARY KEY (api_key_id)
   CREATE UNIQUE INDEX rate_limit_windows_pkey ON app_public.rate_limit_windows USING btree (api_key_id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
+table app_public.receipt_unlinked_pairs (row-level security, forced)
+  column organization_id uuid not null
+  column receipt_id uuid not null
+  column event_id uuid not null
+  column unlinked_at timestamp with time zone not null default now()
+  constraint receipt_unlinked_pairs_event_fkey FOREIGN KEY (organization_id, event_id) REFERENCES app_public.ledger_events(organization_id, id) ON DELETE CASCADE
+  constraint receipt_unlinked_pairs_pkey PRIMARY KEY (receipt_id, event_id)
+  constraint receipt_unlinked_pairs_receipt_fkey FOREIGN KEY (organization_id, receipt_id) REFERENCES app_public.receipts(organization_id, id) ON DELETE CASCADE
+  CREATE INDEX receipt_unlinked_pairs_event_idx ON app_public.receipt_unlinked_pairs USING btree (event_id)
+  CREATE UNIQUE INDEX receipt_unlinked_pairs_pkey ON app_public.receipt_unlinked_pairs USING btree (receipt_id, event_id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT
+
+table app_public.receipts (row-level security, forced)
+  column id uuid not null default app_private.uuid_v7()
+  column organization_id uuid not null
+  column source text not null
+  column status text not null default 'draft'::text  grants: accounting_visitor: UPDATE
+  column match_status text not null default 'pending'::text  grants: accounting_visitor: UPDATE
+  column object_key text not null
+  column filename text not null default ''::text
+  column content_type text not null
+  column size bigint not null
+  column sha256 text not null
+  column uploaded_at timestamp with time zone not null default now()
+  column intake_message_id uuid
+  column vendor_name text
+  column amount numeric(20,2)
+  column currency text
+  column date_readings date[] not null default '{}'::date[]
+  column receipt_date date  grants: accounting_visitor: UPDATE
+  column extracted_text text
+  column extraction_method text
+  column extraction_error text
+  column extracted_at timestamp with time zone
+  column event_id uuid  grants: accounting_visitor: UPDATE
+  column linked_by text  grants: accounting_visitor: UPDATE
+  column linked_at timestamp with time zone  grants: accounting_visitor: UPDATE
+  column match_details jsonb  grants: accounting_visitor: UPDATE
+  column created timestamp with time zone not null default now()
+  column updated timestamp with time zone not null default now()  grants: accounting_visitor: UPDATE
+  constraint receipts_currency_check CHECK ((currency ~ '^[A-Z]{3}$'::text))
+  constraint receipts_date_readings_check CHECK ((cardinality(date_readings) <= 2))
+  constraint receipts_event_fkey FOREIGN KEY (organization_id, event_id) REFERENCES app_public.ledger_events(organization_id, id) ON DELETE SET NULL (event_id)
+  constraint receipts_filename_check CHECK ((length(filename) <= 255))
+  constraint receipts_intake_message_fkey FOREIGN KEY (organization_id, intake_message_id) REFERENCES app_public.intake_messages(organization_id, id) ON DELETE SET NULL (intake_message_id)
+  constraint receipts_linked_by_check CHECK ((linked_by = ANY (ARRAY['person'::text, 'matching'::text])))
+  constraint receipts_match_status_check CHECK ((match_status = ANY (ARRAY['pending'::text, 'matched'::text, 'unmatched'::text])))
+  constraint receipts_object_key_check CHECK (((length(object_key) >= 1) AND (length(object_key) <= 1024)))
+  constraint receipts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint receipts_organization_id_id_key UNIQUE (organization_id, id)
+  constraint receipts_pkey PRIMARY KEY (id)
+  constraint receipts_sha256_check CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text))
+  constraint receipts_size_check CHECK ((size >= 0))
+  constraint receipts_source_check CHECK ((source = ANY (ARRAY['web_upload'::text, 'email'::text, 'sms'::text, 'mailbox'::text, 'cloud_drive'::text])))
+  constraint receipts_status_check CHECK ((status = ANY (ARRAY['draft'::text, 'processed'::text, 'reviewed'::text, 'rejected'::text])))
+  constraint receipts_vendor_name_check CHECK ((length(vendor_name) <= 500))
+  CREATE INDEX receipts_event_idx ON app_public.receipts USING btree (event_id) WHERE (event_id IS NOT NULL)
+  CREATE INDEX receipts_list_idx ON app_public.receipts USING btree (organization_id, uploaded_at DESC, id DESC)
+  CREATE INDEX receipts_to_match_idx ON app_public.receipts USING btree (organization_id) WHERE ((status = 'processed'::text) AND (event_id IS NULL))
+  CREATE INDEX receipts_vendor_trgm_idx ON app_public.receipts USING gin (vendor_name gin_trgm_ops)
+  CREATE UNIQUE INDEX receipts_matched_event_key ON app_public.receipts USING btree (event_id) WHERE (linked_by = 'matching'::text)
+  CREATE UNIQUE INDEX receipts_organization_id_id_key ON app_public.receipts USING btree (organization_id, id)
+  CREATE UNIQUE INDEX receipts_pkey ON app_public.receipts USING btree (id)
+  CREATE UNIQUE INDEX receipts_sha256_key ON app_public.receipts USING btree (organization_id, sha256)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT
 
 table app_public.sales_tax_codes
   column code text not null
@@ -376,6 +463,27 @@ table app_public.tax_codes
   CREATE UNIQUE INDEX tax_codes_code_key ON app_public.tax_codes USING btree (code)
   CREATE UNIQUE INDEX tax_codes_pkey ON app_public.tax_codes USING btree (id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
+
+table app_public.uploads (row-level security, forced)
+  column id uuid not null default app_private.uuid_v7()
+  column organization_id uuid not null
+  column object_key text not null
+  column filename text not null
+  column content_type text not null
+  column size bigint not null
+  column sha256 text not null
+  column uploaded_at timestamp with time zone not null default now()
+  constraint uploads_filename_check CHECK ((length(filename) <= 255))
+  constraint uploads_object_key_check CHECK (((length(object_key) >= 1) AND (length(object_key) <= 1024)))
+  constraint uploads_object_key_key UNIQUE (object_key)
+  constraint uploads_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint uploads_pkey PRIMARY KEY (id)
+  constraint uploads_sha256_check CHECK ((sha256 ~ '^[0-9a-f]{64}$'::text))
+  constraint uploads_size_check CHECK ((size >= 0))
+  CREATE INDEX uploads_organization_idx ON app_public.uploads USING btree (organization_id, uploaded_at)
+  CREATE UNIQUE INDEX uploads_object_key_key ON app_public.uploads USING btree (object_key)
+  CREATE UNIQUE INDEX uploads_pkey ON app_public.uploads USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT
 
 table app_public.users (row-level security, forced)
   column id uuid not null default gen_random_uuid()
@@ -1193,11 +1301,44 @@ AS $function$ select jsonb_build_object('rowIndex', row_index, 'isDuplicate', is
      'isPossibleDuplicate', is_possible_duplicate, 'matchingEventId', matching_event_id) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.enqueue_job(task text, payload jsonb, job_key text DEFAULT NULL::text)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  -- Only the tasks the database itself owes; an operator's jobs are added by the CLI.
+  if task not in ('extract_receipt', 'match_receipts') then
+    perform app_private.fail(format('No task "%s" may be queued from SQL.', task));
+  end if;
+  -- Extraction gives up sooner: its last attempt records an unreadable receipt (never stuck in draft).
+  perform graphile_worker.add_job(task, payload::json, job_key => job_key,
+    max_attempts => case task when 'extract_receipt' then 5 else 10 end);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.event_for_link(event_id uuid)
+ RETURNS app_public.ledger_events
+ LANGUAGE plpgsql
+AS $function$
+declare e app_public.ledger_events;
+begin
+  select * into e from app_public.ledger_events x where x.id = event_id for no key update;
+  if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
+  if e.status = 'ignored' then perform app_private.fail('A receipt cannot be linked to a rejected event.'); end if;
+  return e;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.event_receipts(event_id uuid)
  RETURNS jsonb
  LANGUAGE sql
  STABLE
-AS $function$ select '[]'::jsonb $function$
+AS $function$ select coalesce(jsonb_agg(jsonb_build_object('id', r.id, 'filename', r.filename, 'objectKey', r.object_key,
+     'uploadedAt', app_private.iso(r.uploaded_at), 'contentType', r.content_type, 'status', r.status)
+     order by r.uploaded_at, r.id), '[]'::jsonb)
+     from app_public.receipts r where r.event_id = event_receipts.event_id $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.fail(message text, code text DEFAULT 'AP400'::text)
@@ -1350,6 +1491,20 @@ AS $function$ select jsonb_build_object('id', i.id, 'addressType', i.address_typ
      'active', i.active, 'created', app_private.iso(i.created)) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.intake_organization(address_type text, addresses text[])
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+  select i.organization_id from app_public.intake_addresses i
+   where i.active and i.address_type = intake_organization.address_type
+     and i.address = any (select case when intake_organization.address_type = 'sms' then regexp_replace(a, '[^0-9]', '', 'g')
+                                      else lower(btrim(a)) end from unnest(addresses) a)
+   order by i.created limit 1
+$function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.iso(ts timestamp with time zone)
  RETURNS text
  LANGUAGE sql
@@ -1429,6 +1584,73 @@ begin
   return '%' || replace(replace(replace(normalize(search, NFC), b, b || b), '%', b || '%'), '_', b || '_') || '%';
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.link_receipt(r app_public.receipts, e app_public.ledger_events)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if r.status = 'rejected' then perform app_private.fail('A rejected receipt cannot be linked.'); end if;
+  update app_public.receipts x set event_id = e.id, linked_by = 'person', linked_at = now(), status = 'reviewed',
+         match_status = 'matched', receipt_date = coalesce(app_private.reading_nearest(x.date_readings, e.transaction_date), x.receipt_date)
+   where x.id = r.id;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.match_receipts(org uuid, receipt_ids uuid[] DEFAULT NULL::uuid[])
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  r app_public.receipts;
+  best record;
+  runner_up record;
+  t record := app_private.receipt_match_thresholds();
+  matched integer := 0;
+  unmatched integer := 0;
+  linked boolean;
+begin
+  perform app_private.scope_organization(org);
+  -- One run at a time per organization: two runs locking events in different orders could deadlock.
+  perform pg_advisory_xact_lock(hashtext('match_receipts:' || org));
+  for r in
+    select * from app_public.receipts x
+     where x.organization_id = org and x.status = 'processed' and x.event_id is null
+       and (receipt_ids is null or x.id = any (receipt_ids))
+     order by x.uploaded_at, x.id
+     for update skip locked
+  loop
+    linked := false;
+    -- Both always selected: no row leaves the record's fields null.
+    select * into best from app_private.receipt_candidates(r.id) c order by c.similarity desc, c.day_distance, c.transaction_date, c.event_id limit 1;
+    select * into runner_up from app_private.receipt_candidates(r.id) c where c.event_id is distinct from best.event_id
+     order by c.similarity desc, c.day_distance, c.transaction_date, c.event_id limit 1;
+    if best.event_id is not null and best.similarity >= t.min_similarity
+       and (runner_up.event_id is null or best.similarity - runner_up.similarity >= t.min_lead) then
+      -- The event is locked, then checked again: another run may have linked it meanwhile.
+      perform 1 from app_public.ledger_events e where e.id = best.event_id and e.status <> 'ignored' for no key update;
+      if found and not exists (select 1 from app_public.receipts x where x.event_id = best.event_id) then
+        update app_public.receipts x set event_id = best.event_id, linked_by = 'matching', linked_at = now(),
+               match_status = 'matched', receipt_date = best.reading,
+               match_details = jsonb_build_object('similarity', round(best.similarity::numeric, 3), 'dayDistance', best.day_distance,
+                 'runnerUpSimilarity', round(runner_up.similarity::numeric, 3))
+         where x.id = r.id;
+        linked := true;
+      end if;
+    end if;
+    if linked then
+      matched := matched + 1;
+    else
+      unmatched := unmatched + 1;
+      update app_public.receipts x set match_status = 'unmatched',
+             match_details = jsonb_build_object('candidates', (select count(*) from app_private.receipt_candidates(r.id)),
+               'bestSimilarity', round(best.similarity::numeric, 3), 'runnerUpSimilarity', round(runner_up.similarity::numeric, 3))
+       where x.id = r.id;
+    end if;
+  end loop;
+  return jsonb_build_object('matched', matched, 'unmatched', unmatched);
+end $function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.max_amount()
  RETURNS numeric
@@ -1934,12 +2156,136 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.reading_before(readings date[], arrived date)
+ RETURNS date
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select d from unnest(readings) d order by d > arrived, abs(d - arrived), d limit 1 $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.reading_nearest(readings date[], day date)
+ RETURNS date
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select d from unnest(readings) d order by abs(d - day) nulls last, d limit 1 $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.receipt_candidates(receipt_id uuid)
+ RETURNS TABLE(event_id uuid, merchant_name text, transaction_date date, functional_amount numeric, status text, similarity real, day_distance integer, reading date)
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public', 'pg_temp'
+AS $function$
+  select e.id, e.merchant_name, e.transaction_date, e.functional_amount, e.status,
+         app_private.vendor_similarity(r.vendor_name, e.merchant_name), d.dist, d.reading
+    from app_public.receipts r
+    join app_public.ledger_events e
+      on e.organization_id = r.organization_id
+     and e.functional_amount = abs(r.amount)
+     and e.transaction_date between (select min(x) from unnest(r.date_readings) x) - 3
+                                and (select max(x) from unnest(r.date_readings) x) + 3
+    cross join lateral (select x as reading, abs(e.transaction_date - x) as dist
+                          from unnest(r.date_readings) x order by 2, 1 limit 1) d
+   where r.id = receipt_candidates.receipt_id
+     and r.organization_id = app_public.current_organization_id()
+     and r.amount is not null and r.amount <> 0
+     and d.dist <= 3
+     and e.status <> 'ignored'
+     and (r.currency is null or r.currency = e.functional_currency)
+     and not exists (select 1 from app_public.receipts x where x.event_id = e.id)
+     and not exists (select 1 from app_public.receipt_unlinked_pairs u where u.receipt_id = r.id and u.event_id = e.id)
+   order by 6 desc, 7, 3, 1
+   limit 20
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.receipt_count(org uuid, period daterange)
  RETURNS integer
  LANGUAGE sql
  STABLE
-AS $function$ select 0 $function$
+AS $function$ select count(*)::integer from app_public.receipts r
+    where r.organization_id = org and r.status <> 'rejected'
+      and r.uploaded_at >= (lower(period)::timestamp at time zone 'UTC')
+      and r.uploaded_at < (upper(period)::timestamp at time zone 'UTC') $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.receipt_for_update(receipt_id uuid)
+ RETURNS app_public.receipts
+ LANGUAGE plpgsql
+AS $function$
+declare r app_public.receipts;
+begin
+  select * into r from app_public.receipts x where x.id = receipt_id for update;
+  if not found then perform app_private.fail('Receipt not found.', 'AP404'); end if;
+  return r;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.receipt_json(r app_public.receipts, e app_public.ledger_events, full_text boolean DEFAULT false)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select jsonb_build_object(
+    'id', r.id, 'vendorName', r.vendor_name, 'amount', r.amount, 'currency', r.currency,
+    'receiptDate', to_char(r.receipt_date, 'YYYY-MM-DD'),
+    'dateReadings', (select coalesce(jsonb_agg(to_char(d, 'YYYY-MM-DD') order by d), '[]'::jsonb) from unnest(r.date_readings) d),
+    'status', r.status, 'source', r.source, 'matchStatus', r.match_status,
+    'filename', r.filename, 'contentType', r.content_type, 'size', r.size, 'objectKey', r.object_key,
+    'uploadedAt', app_private.iso(r.uploaded_at), 'extractedAt', app_private.iso(r.extracted_at),
+    'extractionMethod', r.extraction_method, 'extractionError', r.extraction_error,
+    'extractedText', case when full_text then r.extracted_text end,
+    'linkedBy', r.linked_by, 'linkedAt', app_private.iso(r.linked_at),
+    'event', case when e.id is null then null else jsonb_build_object('id', e.id, 'merchantName', e.merchant_name,
+      'status', e.status, 'transactionDate', to_char(e.transaction_date, 'YYYY-MM-DD'),
+      'functionalAmount', app_private.money(e.functional_amount)) end,
+    'created', app_private.iso(r.created), 'updated', app_private.iso(r.updated))
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.receipt_json_by_id(receipt_id uuid, full_text boolean DEFAULT false)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select app_private.receipt_json(r, e, full_text) from app_public.receipts r
+     left join app_public.ledger_events e on e.id = r.event_id where r.id = receipt_json_by_id.receipt_id $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.receipt_match_thresholds(OUT min_similarity real, OUT min_lead real)
+ RETURNS record
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select 0.3::real, 0.15::real $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.receive_intake_message(organization_id uuid, channel text, message_id text, sender text)
+ RETURNS uuid
+ LANGUAGE plpgsql
+AS $function$
+declare v_id uuid;
+begin
+  perform app_private.scope_organization(organization_id);
+  insert into app_public.intake_messages (organization_id, channel, message_id, sender)
+    values (organization_id, channel, coalesce(nullif(left(btrim(message_id), 998), ''), 'generated:' || gen_random_uuid()),
+            left(coalesce(sender, ''), 998))
+    on conflict on constraint intake_messages_message_key do nothing
+    returning id into v_id;
+  return v_id;
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.receive_receipt(organization_id uuid, source text, object_key text, filename text, content_type text, size bigint, sha256 text, intake_message_id uuid DEFAULT NULL::uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform app_private.scope_organization(organization_id);
+  if split_part(object_key, '/', 1) <> organization_id::text then
+    perform app_private.fail('The object key is not in this organization''s space.');
+  end if;
+  return app_private.store_receipt(organization_id, source, object_key, filename, content_type, size, sha256, intake_message_id);
+end $function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.record_job_result(job_name text, job_id text, attempt integer, organization_id uuid, payload jsonb, status text, result jsonb, error text, started_at timestamp with time zone)
  RETURNS bigint
@@ -1957,6 +2303,59 @@ begin
   return v_id;
 end $function$
 -- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.record_receipt_extraction(receipt_id uuid, extraction jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  r app_public.receipts;
+  readings date[];
+  v_amount numeric(20,2);
+begin
+  select * into r from app_public.receipts x where x.id = receipt_id for update;
+  if not found then return; end if;  -- deleted meanwhile: nothing to record
+  perform app_private.scope_organization(r.organization_id);
+  select coalesce(array_agg(d::date order by d::date), '{}') into readings
+    from (select distinct d from jsonb_array_elements_text(coalesce(extraction->'dateReadings', '[]'::jsonb)) d
+           where d ~ '^\d{4}-\d{2}-\d{2}$' limit 2) x;
+  v_amount := case when extraction->>'amount' ~ '^-?\d{1,15}(\.\d{1,2})?$' then (extraction->>'amount')::numeric end;
+  update app_public.receipts x set
+      vendor_name = left(nullif(btrim(extraction->>'vendorName'), ''), 500),
+      amount = v_amount,
+      currency = case when extraction->>'currency' ~ '^[A-Z]{3}$' then extraction->>'currency' end,
+      date_readings = readings,
+      -- Until matching picks a reading: the one nearest the arrival day and not after it.
+      receipt_date = case when x.linked_by = 'person' then coalesce(app_private.reading_nearest(readings, (select e.transaction_date from app_public.ledger_events e where e.id = x.event_id)), x.receipt_date)
+                          else app_private.reading_before(readings, (x.uploaded_at at time zone 'UTC')::date) end,
+      extracted_text = left(extraction->>'text', 100000),
+      extraction_method = left(extraction->>'method', 50),
+      extraction_error = left(extraction->>'error', 2000),
+      extracted_at = now(),
+      status = case when x.status = 'draft' then 'processed' else x.status end
+   where x.id = r.id;
+  if r.status in ('draft', 'processed') and r.event_id is null then
+    perform app_private.enqueue_job('match_receipts', jsonb_build_object('organizationId', r.organization_id, 'receiptIds', jsonb_build_array(r.id)));
+  end if;
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.record_upload(organization_id uuid, object_key text, filename text, content_type text, size bigint, sha256 text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  if split_part(object_key, '/', 1) <> organization_id::text then
+    perform app_private.fail('The object key is not in this organization''s space.');
+  end if;
+  if content_type not in ('image/jpeg', 'image/png', 'image/webp', 'image/heic', 'application/pdf', 'text/plain') then
+    perform app_private.fail('Unsupported file type.');
+  end if;
+  insert into app_public.uploads (organization_id, object_key, filename, content_type, size, sha256)
+    values (organization_id, object_key, left(coalesce(app_private.clean_text(filename), ''), 255), content_type, size, sha256);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.release_idempotency_key(credential text, idem_key text)
  RETURNS void
@@ -2083,6 +2482,27 @@ AS $function$
      and (e.payment_account_id = payment_account or e.payment_account_id is null)
      and (e.transaction_date, e.functional_amount) in (select d, a from unnest(days, amounts) x (d, a))
 $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.store_receipt(org uuid, source text, object_key text, filename text, content_type text, size bigint, sha256 text, intake_message_id uuid DEFAULT NULL::uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+declare
+  v_id uuid;
+begin
+  insert into app_public.receipts (organization_id, source, object_key, filename, content_type, size, sha256, intake_message_id)
+    values (org, source, object_key, left(coalesce(filename, ''), 255), content_type, size, sha256, intake_message_id)
+    on conflict (organization_id, sha256) do nothing
+    returning id into v_id;
+  if v_id is null then
+    select r.id into v_id from app_public.receipts r where r.organization_id = org and r.sha256 = store_receipt.sha256;
+    return jsonb_build_object('receiptId', v_id, 'duplicate', true);
+  end if;
+  perform app_private.enqueue_job('extract_receipt', jsonb_build_object('organizationId', org, 'receiptId', v_id));
+  return jsonb_build_object('receiptId', v_id, 'duplicate', false);
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.tax_code_json(t app_public.tax_codes)
@@ -2358,6 +2778,31 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__rematch_receipts()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public', 'pg_temp'
+AS $function$
+declare
+  orgs uuid[];
+  org uuid;
+begin
+  if tg_op = 'INSERT' then
+    select array_agg(distinct n.organization_id) into orgs from new_rows n;
+  else
+    select array_agg(distinct n.organization_id) into orgs from new_rows n join old_rows o on o.id = n.id
+     where n.functional_amount <> o.functional_amount or n.transaction_date <> o.transaction_date;
+  end if;
+  foreach org in array coalesce(orgs, '{}') loop
+    if exists (select 1 from app_public.receipts r where r.organization_id = org and r.status = 'processed' and r.event_id is null) then
+      perform app_private.enqueue_job('match_receipts', jsonb_build_object('organizationId', org), 'match_receipts:' || org);
+    end if;
+  end loop;
+  return null;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.tg_memberships__keep_owner()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -2372,6 +2817,68 @@ begin
     perform app_private.fail('An organization must keep at least one owner.');
   end if;
   return null;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg_receipts__has_document()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+declare ids uuid[];
+begin
+  if tg_op = 'INSERT' then ids := array[new.event_id];
+  elsif tg_op = 'DELETE' then ids := array[old.event_id];
+  elsif new.event_id is distinct from old.event_id then ids := array[old.event_id, new.event_id];
+  else return null;
+  end if;
+  update app_public.ledger_events e
+     set has_document = exists (select 1 from app_public.receipts r where r.event_id = e.id)
+   where e.id = any (ids)
+     and e.has_document is distinct from exists (select 1 from app_public.receipts r where r.event_id = e.id);
+  return null;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg_receipts__link_state()
+ RETURNS trigger
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if new.event_id is null and old.event_id is not null then
+    new.linked_by := null;
+    new.linked_at := null;
+    if new.match_status = 'matched' then new.match_status := 'unmatched'; end if;
+  end if;
+  return new;
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.unlink_receipt(r app_public.receipts, new_status text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  if r.event_id is not null then
+    insert into app_public.receipt_unlinked_pairs (organization_id, receipt_id, event_id)
+      values (r.organization_id, r.id, r.event_id) on conflict do nothing;
+  end if;
+  update app_public.receipts x set event_id = null, linked_by = null, linked_at = null, status = new_status,
+         match_status = case when new_status = 'draft' then 'pending' else 'unmatched' end, match_details = null
+   where x.id = r.id;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.upload_by_key(object_key text)
+ RETURNS app_public.uploads
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare u app_public.uploads;
+begin
+  select * into u from app_public.uploads x where x.object_key = upload_by_key.object_key
+     and x.organization_id = app_public.current_organization_id();
+  if not found then perform app_private.fail('Upload not found: upload the file with POST /uploads first.', 'AP404'); end if;
+  return u;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -2420,6 +2927,27 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.vendor_key(name text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select btrim(regexp_replace(
+     regexp_replace(' ' || regexp_replace(lower(coalesce(name, '')), '[^a-z]+', ' ', 'g') || ' ',
+       ' (inc|ltd|llc|llp|corp|co|sdn|bhd|the|store|shop|ca|on|qc|bc|ab|pos|purchase) ', ' ', 'g'),
+     ' +', ' ', 'g')) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.vendor_similarity(vendor text, merchant text)
+ RETURNS real
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select case when a = '' or b = '' then 0::real
+              else greatest(public.word_similarity(a, b), public.word_similarity(b, a)) end
+    from (select app_private.vendor_key(vendor) a, app_private.vendor_key(merchant) b) k
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.account_balances(organization_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -2450,6 +2978,30 @@ begin
   end if;
   return jsonb_build_object('success', true, 'error', null,
     'member', app_private.add_member(organization_id, email, role));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.attach_receipt_to_event(organization_id uuid, event_id uuid, object_key text, filename text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  u app_public.uploads;
+  e app_public.ledger_events;
+  r app_public.receipts;
+  stored jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  e := app_private.event_for_link(event_id);
+  u := app_private.upload_by_key(object_key);
+  stored := app_private.store_receipt(u.organization_id, 'web_upload', u.object_key,
+    coalesce(nullif(app_private.clean_text(filename), ''), u.filename), u.content_type, u.size, u.sha256);
+  r := app_private.receipt_for_update((stored->>'receiptId')::uuid);
+  if r.event_id is not null and r.event_id <> e.id and r.linked_by = 'person' then
+    perform app_private.fail('This file is already attached to another transaction; unlink it first.');
+  end if;
+  perform app_private.link_receipt(r, e);
+  return jsonb_build_object('success', true, 'error', null, 'receiptId', r.id);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -2723,6 +3275,23 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.create_receipt(organization_id uuid, object_key text, filename text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  u app_public.uploads;
+  stored jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  u := app_private.upload_by_key(object_key);
+  stored := app_private.store_receipt(u.organization_id, 'web_upload', u.object_key,
+    coalesce(nullif(app_private.clean_text(filename), ''), u.filename), u.content_type, u.size, u.sha256);
+  return jsonb_build_object('success', true, 'error', null, 'receiptId', stored->'receiptId', 'duplicate', stored->'duplicate',
+    'receipt', app_private.receipt_json_by_id((stored->>'receiptId')::uuid));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.current_api_key_id()
  RETURNS uuid
  LANGUAGE sql
@@ -2837,6 +3406,20 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.get_receipt(organization_id uuid, receipt_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare result jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  result := app_private.receipt_json_by_id(receipt_id, true);
+  if result is null then perform app_private.fail('Receipt not found.', 'AP404'); end if;
+  return result;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.import_bank_statement(organization_id uuid, payment_account_id uuid, rows jsonb, currency text DEFAULT NULL::text)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -2917,6 +3500,23 @@ begin
        where a.organization_id = ledger_event_history.organization_id and a.event_id = ledger_event_history.event_id) x;
   if r is null then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
   return r;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.link_receipt_to_event(organization_id uuid, receipt_id uuid, event_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  r app_public.receipts;
+  e app_public.ledger_events;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  -- The receipt, then the event: the order matching locks them in.
+  r := app_private.receipt_for_update(receipt_id);
+  e := app_private.event_for_link(event_id);
+  perform app_private.link_receipt(r, e);
+  return jsonb_build_object('success', true, 'error', null, 'receipt', app_private.receipt_json_by_id(r.id));
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -3200,6 +3800,48 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.list_receipts(organization_id uuid, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer, search text DEFAULT NULL::text, status text DEFAULT NULL::text, source text DEFAULT NULL::text, match_status text DEFAULT NULL::text, event_id uuid DEFAULT NULL::uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  lim integer;
+  off integer;
+  pattern text := app_private.like_pattern(nullif(app_private.clean_text(search), ''));
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  lim := app_private.page_size("limit");
+  off := app_private.page_offset("offset");
+  if status is not null and status not in ('draft', 'processed', 'reviewed', 'rejected') then
+    perform app_private.fail('status must be one of: draft, processed, reviewed, rejected.');
+  end if;
+  if source is not null and source not in ('web_upload', 'email', 'sms', 'mailbox', 'cloud_drive') then
+    perform app_private.fail('source must be one of: web_upload, email, sms, mailbox, cloud_drive.');
+  end if;
+  if match_status is not null and match_status not in ('pending', 'matched', 'unmatched') then
+    perform app_private.fail('matchStatus must be one of: pending, matched, unmatched.');
+  end if;
+  return (
+    with f as (
+      select r from app_public.receipts r
+       where r.organization_id = list_receipts.organization_id
+         and (pattern is null or r.vendor_name ilike pattern)
+         and (list_receipts.status is null or r.status = list_receipts.status)
+         and (list_receipts.source is null or r.source = list_receipts.source)
+         and (list_receipts.match_status is null or r.match_status = list_receipts.match_status)
+         and (list_receipts.event_id is null or r.event_id = list_receipts.event_id)
+    ), page as (
+      select f.r, row_number() over (order by (f.r).uploaded_at desc, (f.r).id desc) as rn
+        from f order by (f.r).uploaded_at desc, (f.r).id desc limit lim offset off
+    )
+    select jsonb_build_object(
+      'items', coalesce((select jsonb_agg(app_private.receipt_json(page.r, e) order by page.rn)
+                           from page left join app_public.ledger_events e on e.id = (page.r).event_id), '[]'::jsonb),
+      'totalCount', (select count(*) from f), 'pageSize', lim, 'offset', off));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.list_sales_tax_codes(organization_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -3288,6 +3930,28 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.receipt_match_suggestions(organization_id uuid, receipt_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  if not exists (select 1 from app_public.receipts r where r.id = receipt_id) then
+    perform app_private.fail('Receipt not found.', 'AP404');
+  end if;
+  return coalesce((
+    select jsonb_agg(jsonb_build_object(
+        'event', jsonb_build_object('id', c.event_id, 'merchantName', c.merchant_name,
+          'transactionDate', to_char(c.transaction_date, 'YYYY-MM-DD'), 'functionalAmount', app_private.money(c.functional_amount),
+          'status', c.status),
+        'vendorSimilarity', round(c.similarity::numeric, 3), 'dayDistance', c.day_distance,
+        'receiptDate', to_char(c.reading, 'YYYY-MM-DD'))
+      order by c.similarity desc, c.day_distance, c.transaction_date, c.event_id)
+    from app_private.receipt_candidates(receipt_id) c), '[]'::jsonb);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.reject_ledger_event(organization_id uuid, event_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -3306,6 +3970,20 @@ begin
   end if;
   update app_public.ledger_events x set status = 'ignored' where x.id = e.id;
   return jsonb_build_object('success', true, 'error', null, 'eventId', e.id);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.reject_receipt(organization_id uuid, receipt_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare r app_public.receipts;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  r := app_private.receipt_for_update(receipt_id);
+  if r.status = 'rejected' then perform app_private.fail('Receipt is already rejected.'); end if;
+  perform app_private.unlink_receipt(r, 'rejected');
+  return jsonb_build_object('success', true, 'error', null, 'receipt', app_private.receipt_json_by_id(r.id));
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -3337,6 +4015,24 @@ AS $function$
 begin
   perform app_private.assert_org_access(organization_id, true);
   return jsonb_build_object('success', true, 'error', null, 'apiKey', app_private.revoke_api_key(organization_id, api_key_id));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.unlink_receipt(organization_id uuid, receipt_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare r app_public.receipts;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  r := app_private.receipt_for_update(receipt_id);
+  if r.event_id is null then perform app_private.fail('Receipt is not linked to a transaction.'); end if;
+  if r.status = 'rejected' then perform app_private.fail('Receipt is rejected.'); end if;
+  perform app_private.unlink_receipt(r, case when r.extracted_at is null then 'draft' else 'processed' end);
+  if r.extracted_at is not null then
+    perform app_private.enqueue_job('match_receipts', jsonb_build_object('organizationId', r.organization_id, 'receiptIds', jsonb_build_array(r.id)));
+  end if;
+  return jsonb_build_object('success', true, 'error', null, 'receipt', app_private.receipt_json_by_id(r.id));
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -3545,6 +4241,24 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.update_organization_settings(organization_id uuid, date_order text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare o app_public.organizations;
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  if date_order is not null and date_order not in ('auto', 'DMY', 'MDY') then
+    perform app_private.fail('dateOrder must be one of: auto, DMY, MDY.');
+  end if;
+  update app_public.organizations x set date_order = coalesce(update_organization_settings.date_order, x.date_order)
+   where x.id = update_organization_settings.organization_id
+   returning * into o;
+  return jsonb_build_object('success', true, 'error', null,
+    'organization', jsonb_build_object('id', o.id, 'name', o.name, 'functionalCurrency', o.functional_currency, 'dateOrder', o.date_order));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.update_staged_entry(organization_id uuid, event_id uuid, category_id uuid DEFAULT NULL::uuid, payment_id uuid DEFAULT NULL::uuid, tax_amount text DEFAULT NULL::text, tax_account_id uuid DEFAULT NULL::uuid, tax_code text DEFAULT NULL::text)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -3659,9 +4373,19 @@ CREATE TRIGGER _800_audit_insert AFTER INSERT ON app_public.ledger_events REFERE
 
 CREATE TRIGGER _800_audit_update AFTER UPDATE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__audit();
 
+CREATE TRIGGER _900_rematch_receipts_insert AFTER INSERT ON app_public.ledger_events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__rematch_receipts();
+
+CREATE TRIGGER _900_rematch_receipts_update AFTER UPDATE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__rematch_receipts();
+
 CREATE CONSTRAINT TRIGGER _100_keep_owner AFTER DELETE OR UPDATE ON app_public.memberships DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN ((old.role = 'owner'::text)) EXECUTE FUNCTION app_private.tg_memberships__keep_owner();
 
 CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.organizations FOR EACH ROW WHEN ((NOT (new.name IS NFC NORMALIZED))) EXECUTE FUNCTION app_private.tg__nfc('name');
+
+CREATE TRIGGER _100_touch_updated BEFORE UPDATE ON app_public.receipts FOR EACH ROW EXECUTE FUNCTION app_private.tg__touch_updated();
+
+CREATE TRIGGER _200_link_state BEFORE UPDATE OF event_id ON app_public.receipts FOR EACH ROW EXECUTE FUNCTION app_private.tg_receipts__link_state();
+
+CREATE TRIGGER _500_has_document AFTER INSERT OR DELETE OR UPDATE OF event_id ON app_public.receipts FOR EACH ROW EXECUTE FUNCTION app_private.tg_receipts__has_document();
 
 CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.users FOR EACH ROW WHEN (((NOT (new.email IS NFC NORMALIZED)) OR (NOT (new.name IS NFC NORMALIZED)))) EXECUTE FUNCTION app_private.tg__nfc('email', 'name');
 
@@ -3696,6 +4420,10 @@ policy intake_addresses_tenant on app_public.intake_addresses for all to public
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
 
+policy intake_messages_tenant on app_public.intake_messages for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
 policy journal_entries_tenant on app_public.journal_entries for all to public
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
@@ -3727,6 +4455,18 @@ policy organizations_tenant on app_public.organizations for all to public
 
 policy rate_limit_windows_tenant on app_public.rate_limit_windows for all to public
   using (organization_id = app_public.current_organization_id());
+
+policy receipt_unlinked_pairs_tenant on app_public.receipt_unlinked_pairs for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy receipts_tenant on app_public.receipts for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy uploads_tenant on app_public.uploads for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
 
 policy users_visible on app_public.users for select to public
   using ((id = app_public.current_user_id()) OR (id IN ( SELECT m.user_id

@@ -7,6 +7,8 @@ export const OrganizationsPlugin = sqlOperationsPlugin("OrganizationsPlugin", gq
   type Member { userId: UUID! email: String! name: String! role: String! created: String! }
   type MemberResult { success: Boolean! error: String member: Member }
   type MutationResult { success: Boolean! error: String }
+  type OrganizationSettings { id: UUID! name: String! functionalCurrency: String! "auto, DMY or MDY" dateOrder: String! }
+  type OrganizationSettingsResult { success: Boolean! error: String organization: OrganizationSettings }
 
   extend type Query {
     "The organizations the caller can use: an API key's one organization, or a user's memberships."
@@ -17,5 +19,7 @@ export const OrganizationsPlugin = sqlOperationsPlugin("OrganizationsPlugin", gq
     addMember(organizationId: UUID!, email: String!, role: String!): MemberResult!
     removeMember(organizationId: UUID!, userId: UUID!): MutationResult!
     updateMemberRole(organizationId: UUID!, userId: UUID!, role: String!): MemberResult!
+    "Owner or admin: dateOrder (auto, DMY, MDY) decides receipt dates whose day and month could be either way."
+    updateOrganizationSettings(organizationId: UUID!, dateOrder: String): OrganizationSettingsResult!
   }
 `);

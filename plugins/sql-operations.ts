@@ -90,8 +90,14 @@ function rootFields(typeDefs: DocumentNode): Record<"Query" | "Mutation", string
   return fields;
 }
 
-/** The types and operations of one feature: every root field it adds is served by its SQL function. */
-export function sqlOperationsPlugin(name: string, typeDefs: DocumentNode) {
+/** Plans of non-root fields that SQL cannot compute (a signed URL), by type and field. */
+export type FieldPlans = Record<string, Record<string, (...args: any[]) => unknown>>;
+
+/**
+ * The types and operations of one feature: every root field it adds is served by its SQL function;
+ * `fieldPlans` adds plans for fields of its other types.
+ */
+export function sqlOperationsPlugin(name: string, typeDefs: DocumentNode, fieldPlans: FieldPlans = {}) {
   return extendSchema((build) => {
     const executor = build.input.pgRegistry.pgExecutors.main;
     const fields = rootFields(typeDefs);
@@ -112,6 +118,7 @@ export function sqlOperationsPlugin(name: string, typeDefs: DocumentNode) {
     return {
       typeDefs,
       objects: {
+        ...Object.fromEntries(Object.entries(fieldPlans).map(([type, p]) => [type, { plans: p as any }])),
         ...(fields.Query.length ? { Query: { plans: plans.Query as any } } : {}),
         ...(fields.Mutation.length ? { Mutation: { plans: plans.Mutation as any } } : {}),
       },

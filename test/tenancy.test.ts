@@ -49,6 +49,22 @@ beforeAll(async () => {
     expect(imported.body.data.importBankStatement).toMatchObject({ success: true, importedCount: 1 });
     await h.owner.query("insert into app_private.job_results (job_name, organization_id, status, started_at) values ('tenancy', $1, 'succeeded', now())",
       [t.organizationId]);
+    // Receipts: an upload made a receipt, linked then unlinked by a person; an intake message.
+    const key = `${t.organizationId}/uploads/tenancy/receipt.pdf`;
+    await h.owner.query(`insert into app_public.uploads (organization_id, object_key, filename, content_type, size, sha256)
+      values ($1, $2::text, 'receipt.pdf', 'application/pdf', 10, encode(sha256(convert_to($2::text, 'UTF8')), 'hex'))`, [t.organizationId, key]);
+    const receipt = await h.gql("mutation($o: UUID!, $k: String!) { createReceipt(organizationId: $o, objectKey: $k) { success receiptId } }",
+      { o: t.organizationId, k: key }, t.apiKey);
+    expect(receipt.body, JSON.stringify(receipt.body)).toMatchObject({ data: { createReceipt: { success: true } } });
+    const receiptId = receipt.body.data.createReceipt.receiptId;
+    for (const query of [
+      "mutation($o: UUID!, $r: UUID!, $e: UUID!) { linkReceiptToEvent(organizationId: $o, receiptId: $r, eventId: $e) { success } }",
+      "mutation($o: UUID!, $r: UUID!) { unlinkReceipt(organizationId: $o, receiptId: $r) { success } }",
+    ]) {
+      const res = await h.gql(query, { o: t.organizationId, r: receiptId, e: created.body.data.createLedgerEvent.eventId }, t.apiKey);
+      expect(Object.values(res.body.data)[0]).toMatchObject({ success: true });
+    }
+    await h.owner.query("select app_private.receive_intake_message($1, 'email', 'tenancy@example.test', 'x')", [t.organizationId]);
   }
   const { rows } = await h.owner.query<{ table: string; org_column: string }>(`
     select format('%I.%I', c.table_schema, c.table_name) as table, c.column_name as org_column

@@ -3,13 +3,14 @@ import { loadConfig } from "../src/config.js";
 import { importProcessorBalance } from "../src/imports/processor-balance/import.js";
 import { payloadOrganizationId, PROCESSOR_IMPORT_TASK, processorImportPayload } from "../src/imports/processor-balance/job.js";
 import { createStorage, type Storage } from "../src/storage/index.js";
+import { EXTRACT_RECEIPT_TASK, extractReceiptPayload, MATCH_RECEIPTS_TASK, matchReceiptsPayload, runExtraction, runMatching } from "../src/receipts/jobs.js";
 import { recordedJob } from "./job-results.js";
 
 let storage: Storage | undefined;
 /** The configured storage, made on first use (STORAGE_DIR is read then). */
 const jobStorage = () => (storage ??= createStorage(loadConfig()));
 
-/** Every job the worker knows, by identifier. Later issues add receipt extraction and matching. */
+/** Every job the worker knows, by identifier. */
 export const taskList: TaskList = {
   // Hourly housekeeping: idempotency records live 24 hours, rate-limit windows one hour.
   async purge_expired(_payload, helpers) {
@@ -28,6 +29,16 @@ export const taskList: TaskList = {
         importProcessorBalance(client, input, { organizationId: p.organizationId, fileName, review: p.review }));
       return { objectKey: p.objectKey, ...result };
     });
+  },
+
+  // Queued by the database with each stored receipt (decisions §12).
+  async [EXTRACT_RECEIPT_TASK](payload, helpers) {
+    await recordedJob(helpers, payloadOrganizationId(payload), () => runExtraction(helpers, jobStorage(), extractReceiptPayload(payload)));
+  },
+
+  // Queued after extraction, and when an organization's events change while receipts wait.
+  async [MATCH_RECEIPTS_TASK](payload, helpers) {
+    await recordedJob(helpers, payloadOrganizationId(payload), () => runMatching(helpers, matchReceiptsPayload(payload)));
   },
 };
 

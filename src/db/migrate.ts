@@ -3,12 +3,20 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import JSON5 from "json5";
 import { migrate, watch, type Settings } from "graphile-migrate";
+import { Logger as WorkerLogger, runMigrations as runWorkerMigrations } from "graphile-worker";
 import { Logger } from "@graphile/logger";
 import { logger } from "../logger.js";
 import pg from "pg";
 import { fileURLToPath } from "node:url";
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+// The libraries' messages go to our structured log (stderr-free stdout keeps the CLI's --json clean).
+const logTo = () => (level: string, message: string) =>
+  logger[level === "error" ? "error" : level === "warning" ? "warn" : "debug"]({ migrate: true }, message);
+const libraryLogger = new Logger(logTo);
+// graphile-worker carries its own copy of @graphile/logger.
+const workerLogger = new WorkerLogger(logTo);
 
 /**
  * Applies committed migrations (a no-op when up to date). With `withCurrent`, also runs
@@ -17,9 +25,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..")
 export async function runMigrations(databaseUrl: string, withCurrent = false): Promise<void> {
   const settings = JSON5.parse(await readFile(path.join(root, ".gmrc"), "utf8")) as Settings;
   settings.connectionString = databaseUrl;
-  // Its messages go to our structured log (stderr-free stdout keeps the CLI's --json clean).
-  settings.logger = new Logger(() => (level: string, message: string) =>
-    logger[level === "error" ? "error" : level === "warning" ? "warn" : "debug"]({ migrate: true }, message));
+  settings.logger = libraryLogger;
   // graphile-migrate only tries its lock and fails when another process holds it; servers starting
   // together wait here instead, and the later ones find nothing left to do.
   const lock = new pg.Client({ connectionString: databaseUrl });
@@ -28,6 +34,9 @@ export async function runMigrations(databaseUrl: string, withCurrent = false): P
   try {
     await lock.query("select pg_advisory_lock(hashtext('accounting-api:migrate'))");
     process.chdir(root); // graphile-migrate resolves migrations/ against the working directory
+    // The job queue first: the database queues jobs itself (app_private.enqueue_job) in the
+    // transactions that need them, so graphile-worker's schema must exist before any request.
+    await runWorkerMigrations({ connectionString: databaseUrl, logger: workerLogger });
     await migrate(settings, false, false);
     if (withCurrent) await watch(settings, true, false);
   } finally {

@@ -10,6 +10,7 @@ import { GENERAL_LEDGER_SCHEMAS, GeneralLedgerPreset } from "../../plugins/gener
 import { IntakeAddressesPlugin } from "../../plugins/intake-addresses.js";
 import { BankStatementsPlugin } from "../../plugins/bank-statements.js";
 import { LedgerEventsPlugin } from "../../plugins/ledger-events.js";
+import { ReceiptsPlugin, type SignFileUrl } from "../../plugins/receipts.js";
 import { OrganizationsPlugin } from "../../plugins/organizations.js";
 import { ReportsPlugin } from "../../plugins/reports.js";
 import { TaxCodesPlugin } from "../../plugins/tax-codes.js";
@@ -20,13 +21,15 @@ import { requestWithPgClient, tenantsOf, type ConnectionShare } from "./connecti
 /** The operations of the contract and nothing else: every generated type and field is off. */
 export const schemaPlugins = [
   OrganizationsPlugin, ApiKeysPlugin, TaxCodesPlugin, AccountsPlugin, BatchResultsPlugin, ContactsPlugin,
-  CategoryRulesPlugin, IntakeAddressesPlugin, LedgerEventsPlugin, ReportsPlugin, BankStatementsPlugin,
+  CategoryRulesPlugin, IntakeAddressesPlugin, LedgerEventsPlugin, ReportsPlugin, BankStatementsPlugin, ReceiptsPlugin,
 ];
 
 export interface PresetOptions {
   graphiql: boolean;
   share: ConnectionShare;
   statementTimeoutMs: number;
+  /** Signs a stored file's URL (Receipt.imageUrl). */
+  signFileUrl?: SignFileUrl;
 }
 
 export function makePreset(authPool: pg.Pool, opts: PresetOptions): GraphileConfig.Preset {
@@ -50,6 +53,7 @@ export function makePreset(authPool: pg.Pool, opts: PresetOptions): GraphileConf
         // assigned after the plugins' middleware) with this request's bounded share of it.
         const { withPgClient } = args.contextValue as Grafast.Context;
         return {
+          signFileUrl: opts.signFileUrl,
           pgSettings: pgSettingsFor(identity),
           withPgClient: requestWithPgClient(withPgClient, opts.share, tenantsOf(identity, res?.locals?.operationOrganization),
             opts.statementTimeoutMs, () => { if (res) res.locals.timedOut = true; }),
