@@ -40,6 +40,16 @@ export interface Config {
    * each statement's limit on the API's connections. The worker and the CLI keep their own.
    */
   statementTimeoutMs: number;
+  /** Base of the URLs the service hands out (imageUrl): PUBLIC_URL, no trailing slash. */
+  publicUrl: string;
+  /** How long a signed file URL (imageUrl) stays valid, in seconds. */
+  receiptUrlTtlSeconds: number;
+  /** HMAC key of signed file URLs. */
+  fileUrlSecret: string;
+  /** Shared secret of POST /intake/email and /intake/sms (header X-Intake-Secret). */
+  intakeSecret: string;
+  /** Port of the SMTP intake listener; null: no listener (SMTP_PORT=off). */
+  smtpPort: number | null;
   /** What the operator should know about this configuration (the server logs them at start). */
   notices: string[];
 }
@@ -95,6 +105,26 @@ export function localSecret(dir: string, name: string, envValue?: string): { val
   return { value, generatedIn: file };
 }
 
+/** PUBLIC_URL: where clients reach this service (imageUrl links start with it), no trailing slash. */
+function publicUrl(env: NodeJS.ProcessEnv, host: string, port: number): string {
+  const hostPart = host.includes(":") ? `[${host}]` : host; // an IPv6 address
+  const raw = (env.PUBLIC_URL || `http://${hostPart}:${port}`).replace(/\/+$/, "");
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !["http:", "https:"].includes(url.protocol)) throw new Error(`PUBLIC_URL must be an http(s) URL, got "${raw}".`);
+  return raw;
+}
+
+/** SMTP_PORT: a port (0: any free one), or `off` for no SMTP listener. */
+function smtpPort(env: NodeJS.ProcessEnv): number | null {
+  if (env.SMTP_PORT?.toLowerCase() === "off") return null;
+  return wholeNumber(env, "SMTP_PORT", 2525, 0);
+}
+
 function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
@@ -115,9 +145,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (jwtSecret.generatedIn) {
     notices.push(`JWT_SECRET is not set: using a generated secret kept in ${jwtSecret.generatedIn}. Set JWT_SECRET in production.`);
   }
+  const intakeSecret = localSecret(dataDir, "intake-secret", env.INTAKE_SECRET);
+  if (intakeSecret.generatedIn) {
+    notices.push(`INTAKE_SECRET is not set: using a generated secret kept in ${intakeSecret.generatedIn}. Set INTAKE_SECRET in production.`);
+  }
+  const port = wholeNumber(env, "PORT", 5678, 0); // 0: any free port
+  const host = env.HOST ?? "127.0.0.1";
   return {
-    port: wholeNumber(env, "PORT", 5678, 0), // 0: any free port
-    host: env.HOST ?? "127.0.0.1",
+    port,
+    host,
     databaseUrl: env.DATABASE_URL || undefined,
     authDatabaseUrl: env.AUTH_DATABASE_URL || undefined,
     authenticatorPassword: localSecret(dataDir, "authenticator-password", env.AUTHENTICATOR_PASSWORD).value,
@@ -136,6 +172,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     trustProxy: env.TRUST_PROXY === "1",
     apiPoolSize: wholeNumber(env, "API_POOL_SIZE", 20, 2),
     statementTimeoutMs: wholeNumber(env, "STATEMENT_TIMEOUT_MS", 5000, 100),
+    publicUrl: publicUrl(env, host, port),
+    receiptUrlTtlSeconds: wholeNumber(env, "RECEIPT_URL_TTL", 900),
+    fileUrlSecret: localSecret(dataDir, "file-url-secret", env.FILE_URL_SECRET).value,
+    intakeSecret: intakeSecret.value,
+    smtpPort: smtpPort(env),
     notices,
   };
 }

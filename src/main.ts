@@ -5,6 +5,8 @@ import { startEmbeddedPostgres } from "./db/embedded.js";
 import { ensureAuthenticatorLogin, runMigrations } from "./db/migrate.js";
 import { authenticatorUrl, makeApiPool, makePool } from "./db/pools.js";
 import { makeApp } from "./http/app.js";
+import { startSmtpIntake, type SmtpIntake } from "./intake/smtp.js";
+import { createStorage } from "./storage/index.js";
 import { flushLogs, logger } from "./logger.js";
 import { commandOf, parentOf, startTimeOf } from "./processes.js";
 import { startWorker } from "../worker/run.js";
@@ -44,12 +46,17 @@ const owner = makePool(databaseUrl, 4);
 if (!config.authDatabaseUrl) await ensureAuthenticatorLogin(owner, config.authenticatorPassword);
 const auth = makeApiPool(config.authDatabaseUrl ?? authenticatorUrl(databaseUrl, config.authenticatorPassword), config);
 
-const handle = await makeApp(config, { owner, auth });
+const storage = createStorage(config);
+const handle = await makeApp(config, { owner, auth }, storage);
 const worker: Runner | undefined = config.worker ? await startWorker(owner, config.workerConcurrency) : undefined;
 await new Promise<void>((resolve) => handle.server.listen(config.port, config.host, resolve));
 const { port } = handle.server.address() as import("node:net").AddressInfo;
+// The SMTP intake listener (decisions §12), unless SMTP_PORT=off.
+const smtp: SmtpIntake | undefined = config.smtpPort === null
+  ? undefined
+  : await startSmtpIntake({ port: config.smtpPort, host: config.host, pools: { owner, auth }, storage });
 phase = "serving";
-logger.info({ url: `http://${config.host}:${port}/graphql`, worker: Boolean(worker), embedded: Boolean(stopDatabase) }, "accounting API listening");
+logger.info({ url: `http://${config.host}:${port}/graphql`, smtpPort: smtp?.port ?? null, worker: Boolean(worker), embedded: Boolean(stopDatabase) }, "accounting API listening");
 
 async function shutdown(signal: string) {
   if (phase === "stopping") return;
@@ -70,6 +77,7 @@ async function shutdown(signal: string) {
     handle.server.closeIdleConnections();
     setTimeout(() => handle.server.closeAllConnections(), config.statementTimeoutMs + 5000).unref();
   });
+  await smtp?.close();
   await handle.close();
   await worker?.stop();
   await auth.end();

@@ -7,7 +7,9 @@ import { isSafeError } from "postgraphile/grafast";
  */
 
 export type ErrorCode =
-  | "UNAUTHENTICATED" | "FORBIDDEN" | "NOT_FOUND" | "RATE_LIMITED" | "BAD_USER_INPUT" | "SERVICE_UNAVAILABLE" | "INTERNAL";
+  | "UNAUTHENTICATED" | "FORBIDDEN" | "NOT_FOUND" | "RATE_LIMITED" | "BAD_USER_INPUT" | "SERVICE_UNAVAILABLE" | "INTERNAL"
+  // File uploads and intake (HTTP 415 and 413), outside GraphQL.
+  | "UNSUPPORTED_MEDIA_TYPE" | "PAYLOAD_TOO_LARGE";
 
 /** Said when a request's database work passes STATEMENT_TIMEOUT_MS (waits for a connection included). */
 export const TIMEOUT_MESSAGE = "The request took too long; narrow it.";

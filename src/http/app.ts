@@ -16,6 +16,11 @@ import { idempotency } from "./idempotency.js";
 import { requestContext } from "./request-context.js";
 import { accessLog } from "./access-log.js";
 import { ConnectionShare } from "../graphql/connection-share.js";
+import { fileUrls } from "../receipts/file-urls.js";
+import { createStorage, type Storage } from "../storage/index.js";
+import { uploadRoute } from "./uploads.js";
+import { receiptFileRoute } from "./receipt-files.js";
+import { intakeRoutes } from "./intake.js";
 
 export interface Pools {
   /** The owner: health checks only here. */
@@ -31,13 +36,16 @@ export interface AppHandle {
 }
 
 /** Builds the HTTP app and its GraphQL schema (eagerly, so a broken schema fails at start). */
-export async function makeApp(config: Config, pools: Pools): Promise<AppHandle> {
+export async function makeApp(config: Config, pools: Pools, storage: Storage = createStorage(config)): Promise<AppHandle> {
   const app = express();
   app.disable("x-powered-by");
   app.set("trust proxy", config.trustProxy);
   const server = createServer(app);
   const share = ConnectionShare.forPool(pools.auth.options.max ?? config.apiPoolSize);
-  const pgl = postgraphile(makePreset(pools.auth, { graphiql: config.graphiql, share, statementTimeoutMs: config.statementTimeoutMs }));
+  const urls = fileUrls(config);
+  const pgl = postgraphile(makePreset(pools.auth, {
+    graphiql: config.graphiql, share, statementTimeoutMs: config.statementTimeoutMs, signFileUrl: urls.sign,
+  }));
   const serv = pgl.createServ(grafserv);
   const schema = await pgl.getSchema();
   const bodyLimit = bytes.parse(config.bodyLimit);
@@ -59,6 +67,12 @@ export async function makeApp(config: Config, pools: Pools): Promise<AppHandle> 
       res.status(503).json({ status: "database unreachable" });
     }
   });
+
+  // Receipt files (decisions §9, §12): their own body handling (streamed multipart, raw MIME,
+  // large JSON), never the GraphQL JSON parser.
+  app.post("/uploads", ...uploadRoute(config, pools, storage));
+  app.get("/files/:token", receiptFileRoute(urls, storage));
+  app.use(intakeRoutes(config, pools, storage));
 
   // `/graphql/` is the same endpoint as `/graphql`.
   app.use((req, _res, next) => { if (req.path === "/graphql/") req.url = "/graphql" + req.url.slice(9); next(); });

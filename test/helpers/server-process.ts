@@ -20,7 +20,7 @@ export function startServerProcess(env: Record<string, string>, timeoutMs = 60_0
   let out = "";
   const dataDir = env.DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), "accounting-data-"));
   const child = spawn(path.resolve("node_modules/.bin/tsx"), ["src/main.ts"], {
-    env: { ...process.env, PORT: "0", LOG_LEVEL: "debug", NODE_ENV: "production", DATA_DIR: dataDir, ...env },
+    env: { ...process.env, PORT: "0", SMTP_PORT: "0", LOG_LEVEL: "debug", NODE_ENV: "production", DATA_DIR: dataDir, ...env },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true, // its own process group, so that kill() reaches the server under the launcher
   });

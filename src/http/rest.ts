@@ -1,0 +1,95 @@
+import type { NextFunction, Request, Response } from "express";
+import { logger } from "../logger.js";
+import type pg from "pg";
+import type { Config } from "../config.js";
+import type { ErrorCode } from "../db/sql-errors.js";
+import { authenticate, identityOf, pgSettingsFor, type Identity } from "./authenticate.js";
+import { errorBody } from "./errors.js";
+
+/**
+ * What the routes outside GraphQL (uploads, files, intake) share: HTTP statuses for the
+ * contract's error codes, GraphQL's authentication with those statuses, and the caller's
+ * transaction.
+ */
+
+const STATUS: Record<ErrorCode, number> = {
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  RATE_LIMITED: 429,
+  BAD_USER_INPUT: 400,
+  UNSUPPORTED_MEDIA_TYPE: 415,
+  PAYLOAD_TOO_LARGE: 413,
+  SERVICE_UNAVAILABLE: 503,
+  INTERNAL: 500,
+};
+
+export const statusFor = (code: ErrorCode): number => STATUS[code] ?? 500;
+
+export function sendError(res: Response, message: string, code: ErrorCode): void {
+  if (res.headersSent) return;
+  res.status(statusFor(code)).json(errorBody(message, code));
+}
+
+/** An unexpected failure: logged with the request id, masked for the caller. */
+export function sendInternalError(res: Response, e: unknown, what: string): void {
+  logger.error({ requestId: res.locals.requestId, err: { message: (e as Error)?.message } }, what);
+  if (!res.headersSent) res.status(500).json(errorBody("Internal error.", "INTERNAL", { requestId: res.locals.requestId }));
+}
+
+/** After an early refusal, at most this much more of a body is read (and dropped) so the client sees the answer. */
+const DISCARD_LIMIT_BYTES = 8 * 1024 * 1024;
+
+/** Stops using the request body: a little more is drained so the answer gets through, then the connection is cut. */
+export function stopReading(req: Request): void {
+  req.unpipe();
+  let discarded = 0;
+  req.on("data", (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > DISCARD_LIMIT_BYTES) req.destroy();
+  });
+  req.resume();
+}
+
+/**
+ * GraphQL's `authenticate` (same messages, counting and X-RateLimit-* headers), but its refusals
+ * leave with the HTTP status of their code instead of GraphQL's 200, and an anonymous caller is
+ * refused too: unlike introspection, nothing here is public.
+ */
+export function authenticateRest(authPool: pg.Pool, config: Config) {
+  const inner = authenticate(authPool, config);
+  return (req: Request, res: Response, next: NextFunction) => {
+    const json = res.json.bind(res);
+    res.json = (body: { errors?: Array<{ extensions?: { code?: ErrorCode } }> }) => {
+      const code = body?.errors?.[0]?.extensions?.code;
+      if (res.statusCode === 200 && code) res.status(statusFor(code));
+      return json(body);
+    };
+    void inner(req, res, (err?: unknown) => {
+      res.json = json;
+      if (err) return next(err);
+      if (identityOf(res).kind === "anonymous") return sendError(res, "Authentication Required.", "UNAUTHENTICATED");
+      next();
+    });
+  };
+}
+
+/** Runs `fn` in a transaction on the API's pool as the caller (role and identity settings, RLS applies). */
+export async function asCaller<T>(pool: pg.Pool, identity: Identity, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+  const client = await pool.connect();
+  try {
+    await client.query("begin");
+    // One round trip; `role` too is a setting (set_config('role', …) is SET LOCAL ROLE).
+    const settings = Object.entries(pgSettingsFor(identity));
+    await client.query("select set_config(k, v, true) from unnest($1::text[], $2::text[]) as s(k, v)",
+      [settings.map(([k]) => k), settings.map(([, v]) => v)]);
+    const result = await fn(client);
+    await client.query("commit");
+    return result;
+  } catch (e) {
+    await client.query("rollback").catch(() => {});
+    throw e;
+  } finally {
+    client.release();
+  }
+}
