@@ -6,40 +6,46 @@ import { createStorage, type Storage } from "../src/storage/index.js";
 import { EXTRACT_RECEIPT_TASK, extractReceiptPayload, MATCH_RECEIPTS_TASK, matchReceiptsPayload, runExtraction, runMatching } from "../src/receipts/jobs.js";
 import { recordedJob } from "./job-results.js";
 
-let storage: Storage | undefined;
-/** The configured storage, made on first use (STORAGE_DIR is read then). */
-const jobStorage = () => (storage ??= createStorage(loadConfig()));
+/**
+ * Every job the worker knows, by identifier, reading stored files from `storage` (made on first
+ * use). `taskList` is the configured one's.
+ */
+export function tasksFor(storage: () => Storage): TaskList {
+  let made: Storage | undefined;
+  const jobStorage = () => (made ??= storage());
+  return {
+    // Hourly housekeeping: idempotency records live 24 hours, rate-limit windows one hour.
+    async purge_expired(_payload, helpers) {
+      await helpers.withPgClient((client) => client.query("select app_private.purge_expired()"));
+    },
 
-/** Every job the worker knows, by identifier. */
-export const taskList: TaskList = {
-  // Hourly housekeeping: idempotency records live 24 hours, rate-limit windows one hour.
-  async purge_expired(_payload, helpers) {
-    await helpers.withPgClient((client) => client.query("select app_private.purge_expired()"));
-  },
+    // A processor export already in storage (decisions §10), enqueued by `import_processor_balance
+    // --enqueue` or from SQL. One transaction and the unique source index: a retry after a crash
+    // creates nothing twice.
+    async [PROCESSOR_IMPORT_TASK](payload, helpers) {
+      await recordedJob(helpers, payloadOrganizationId(payload), async () => {
+        const p = processorImportPayload(payload);
+        const input = await jobStorage().get(p.objectKey);
+        const fileName = p.fileName ?? p.objectKey.split("/").pop()!;
+        const result = await helpers.withPgClient((client) =>
+          importProcessorBalance(client, input, { organizationId: p.organizationId, fileName, review: p.review }));
+        return { objectKey: p.objectKey, ...result };
+      });
+    },
 
-  // A processor export already in storage (decisions §10), enqueued by `import_processor_balance
-  // --enqueue` or from SQL. One transaction and the unique source index: a retry after a crash
-  // creates nothing twice.
-  async [PROCESSOR_IMPORT_TASK](payload, helpers) {
-    await recordedJob(helpers, payloadOrganizationId(payload), async () => {
-      const p = processorImportPayload(payload);
-      const input = await jobStorage().get(p.objectKey);
-      const fileName = p.fileName ?? p.objectKey.split("/").pop()!;
-      const result = await helpers.withPgClient((client) =>
-        importProcessorBalance(client, input, { organizationId: p.organizationId, fileName, review: p.review }));
-      return { objectKey: p.objectKey, ...result };
-    });
-  },
+    // Queued by the database with each stored receipt (decisions §12).
+    async [EXTRACT_RECEIPT_TASK](payload, helpers) {
+      await recordedJob(helpers, payloadOrganizationId(payload), () => runExtraction(helpers, jobStorage(), extractReceiptPayload(payload)));
+    },
 
-  // Queued by the database with each stored receipt (decisions §12).
-  async [EXTRACT_RECEIPT_TASK](payload, helpers) {
-    await recordedJob(helpers, payloadOrganizationId(payload), () => runExtraction(helpers, jobStorage(), extractReceiptPayload(payload)));
-  },
+    // Queued after extraction, and when an organization's events change while receipts wait.
+    async [MATCH_RECEIPTS_TASK](payload, helpers) {
+      await recordedJob(helpers, payloadOrganizationId(payload), () => runMatching(helpers, matchReceiptsPayload(payload)));
+    },
+  };
+}
 
-  // Queued after extraction, and when an organization's events change while receipts wait.
-  async [MATCH_RECEIPTS_TASK](payload, helpers) {
-    await recordedJob(helpers, payloadOrganizationId(payload), () => runMatching(helpers, matchReceiptsPayload(payload)));
-  },
-};
+/** The tasks over the configured storage (STORAGE_DIR or S3_BUCKET, read on first use). */
+export const taskList: TaskList = tasksFor(() => createStorage(loadConfig()));
 
 export const crontab = "0 * * * * purge_expired ?max=1";
