@@ -969,6 +969,19 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.check_job_organization(org uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  if app_public.current_organization_id() is distinct from org
+     and (app_public.current_api_key_id() is not null or app_public.current_user_id() is not null) then
+    perform app_private.fail('Organization Not Found.', 'AU404');
+  end if;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.check_payment_account(account uuid)
  RETURNS void
  LANGUAGE plpgsql
@@ -1268,6 +1281,10 @@ begin
       analyze app_public.journal_entries;
       analyze app_public.journal_lines;
     end if;
+    -- Linked receipts first: receipt, then event, is the order every link takes its locks in.
+    perform 1 from app_public.receipts r join app_public.ledger_events e on e.id = r.event_id
+     where e.organization_id = org and e.source = 'processor_import' and e.import_batch_id = any (v_batches)
+     order by r.id for update of r;
     delete from app_public.journal_lines l
      using app_public.journal_entries je, app_public.ledger_events e
      where l.entry_id = je.id and je.event_id = e.id
@@ -1299,23 +1316,6 @@ CREATE OR REPLACE FUNCTION app_private.duplicate_check_json(row_index integer, i
  IMMUTABLE PARALLEL SAFE
 AS $function$ select jsonb_build_object('rowIndex', row_index, 'isDuplicate', is_duplicate,
      'isPossibleDuplicate', is_possible_duplicate, 'matchingEventId', matching_event_id) $function$
--- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
-
-CREATE OR REPLACE FUNCTION app_private.enqueue_job(task text, payload jsonb, job_key text DEFAULT NULL::text)
- RETURNS void
- LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'pg_temp'
-AS $function$
-begin
-  -- Only the tasks the database itself owes; an operator's jobs are added by the CLI.
-  if task not in ('extract_receipt', 'match_receipts') then
-    perform app_private.fail(format('No task "%s" may be queued from SQL.', task));
-  end if;
-  -- Extraction gives up sooner: its last attempt records an unreadable receipt (never stuck in draft).
-  perform graphile_worker.add_job(task, payload::json, job_key => job_key,
-    max_attempts => case task when 'extract_receipt' then 5 else 10 end);
-end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.event_for_link(event_id uuid)
@@ -1597,43 +1597,54 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.match_receipts(org uuid, receipt_ids uuid[] DEFAULT NULL::uuid[])
+CREATE OR REPLACE FUNCTION app_private.match_receipts(org uuid, receipt_ids uuid[] DEFAULT NULL::uuid[], amounts numeric[] DEFAULT NULL::numeric[])
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
 declare
   r app_public.receipts;
-  best record;
-  runner_up record;
+  c record;
+  best_event uuid;
+  best_similarity real;
+  best_distance integer;
+  best_reading date;
+  runner_up_similarity real;
+  n_candidates integer;
   t record := app_private.receipt_match_thresholds();
   matched integer := 0;
   unmatched integer := 0;
   linked boolean;
 begin
   perform app_private.scope_organization(org);
-  -- One run at a time per organization: two runs locking events in different orders could deadlock.
+  -- Two runs locking events in different orders could deadlock.
   perform pg_advisory_xact_lock(hashtext('match_receipts:' || org));
   for r in
     select * from app_public.receipts x
      where x.organization_id = org and x.status = 'processed' and x.event_id is null
        and (receipt_ids is null or x.id = any (receipt_ids))
+       and (amounts is null or abs(x.amount) = any (amounts))
      order by x.uploaded_at, x.id
      for update skip locked
   loop
-    linked := false;
-    -- Both always selected: no row leaves the record's fields null.
-    select * into best from app_private.receipt_candidates(r.id) c order by c.similarity desc, c.day_distance, c.transaction_date, c.event_id limit 1;
-    select * into runner_up from app_private.receipt_candidates(r.id) c where c.event_id is distinct from best.event_id
-     order by c.similarity desc, c.day_distance, c.transaction_date, c.event_id limit 1;
-    if best.event_id is not null and best.similarity >= t.min_similarity
-       and (runner_up.event_id is null or best.similarity - runner_up.similarity >= t.min_lead) then
-      -- The event is locked, then checked again: another run may have linked it meanwhile.
-      perform 1 from app_public.ledger_events e where e.id = best.event_id and e.status <> 'ignored' for no key update;
-      if found and not exists (select 1 from app_public.receipts x where x.event_id = best.event_id) then
-        update app_public.receipts x set event_id = best.event_id, linked_by = 'matching', linked_at = now(),
-               match_status = 'matched', receipt_date = best.reading,
-               match_details = jsonb_build_object('similarity', round(best.similarity::numeric, 3), 'dayDistance', best.day_distance,
-                 'runnerUpSimilarity', round(runner_up.similarity::numeric, 3))
+    linked := false; n_candidates := 0; best_event := null; best_similarity := null; runner_up_similarity := null;
+    -- The candidates once, best first: the first two decide.
+    for c in select * from app_private.receipt_candidates(r.id) loop
+      n_candidates := n_candidates + 1;
+      if n_candidates = 1 then
+        best_event := c.event_id; best_similarity := c.similarity; best_distance := c.day_distance; best_reading := c.reading;
+      elsif n_candidates = 2 then
+        runner_up_similarity := c.similarity;
+      end if;
+    end loop;
+    if best_similarity >= t.min_similarity
+       and (runner_up_similarity is null or best_similarity - runner_up_similarity >= t.min_lead) then
+      -- The event is locked, then checked again: a person may have linked it meanwhile.
+      perform 1 from app_public.ledger_events e where e.id = best_event and e.status <> 'ignored' for no key update;
+      if found and not exists (select 1 from app_public.receipts x where x.event_id = best_event) then
+        update app_public.receipts x set event_id = best_event, linked_by = 'matching', linked_at = now(),
+               match_status = 'matched', receipt_date = best_reading,
+               match_details = jsonb_build_object('similarity', round(best_similarity::numeric, 3), 'dayDistance', best_distance,
+                 'runnerUpSimilarity', round(runner_up_similarity::numeric, 3))
          where x.id = r.id;
         linked := true;
       end if;
@@ -1643,8 +1654,8 @@ begin
     else
       unmatched := unmatched + 1;
       update app_public.receipts x set match_status = 'unmatched',
-             match_details = jsonb_build_object('candidates', (select count(*) from app_private.receipt_candidates(r.id)),
-               'bestSimilarity', round(best.similarity::numeric, 3), 'runnerUpSimilarity', round(runner_up.similarity::numeric, 3))
+             match_details = jsonb_build_object('candidates', n_candidates,
+               'bestSimilarity', round(best_similarity::numeric, 3), 'runnerUpSimilarity', round(runner_up_similarity::numeric, 3))
        where x.id = r.id;
     end if;
   end loop;
@@ -2156,6 +2167,46 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.queue_receipt_extraction(org uuid, receipt_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  perform app_private.check_job_organization(org);
+  perform graphile_worker.add_job('extract_receipt', json_build_object('organizationId', org, 'receiptId', receipt_id),
+    max_attempts => 5);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.queue_receipt_matching(org uuid, receipt_ids uuid[] DEFAULT NULL::uuid[], amounts numeric[] DEFAULT NULL::numeric[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  perform app_private.check_job_organization(org);
+  perform graphile_worker.add_job('match_receipts', json_build_object('organizationId', org, 'receiptIds', receipt_ids,
+    'amounts', (select array_agg(a::text) from unnest(amounts) a)), max_attempts => 10);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.queue_waiting_receipt_matching(org uuid, amounts numeric[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public', 'pg_temp'
+AS $function$
+begin
+  if exists (select 1 from app_public.receipts r where r.organization_id = org and r.event_id is null
+                and r.status in ('draft', 'processed')) then
+    perform app_private.queue_receipt_matching(org, null, amounts);
+  end if;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.reading_before(readings date[], arrived date)
  RETURNS date
  LANGUAGE sql
@@ -2176,24 +2227,29 @@ CREATE OR REPLACE FUNCTION app_private.receipt_candidates(receipt_id uuid)
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app_public', 'pg_temp'
 AS $function$
-  select e.id, e.merchant_name, e.transaction_date, e.functional_amount, e.status,
-         app_private.vendor_similarity(r.vendor_name, e.merchant_name), d.dist, d.reading
-    from app_public.receipts r
-    join app_public.ledger_events e
-      on e.organization_id = r.organization_id
-     and e.functional_amount = abs(r.amount)
-     and e.transaction_date between (select min(x) from unnest(r.date_readings) x) - 3
-                                and (select max(x) from unnest(r.date_readings) x) + 3
-    cross join lateral (select x as reading, abs(e.transaction_date - x) as dist
-                          from unnest(r.date_readings) x order by 2, 1 limit 1) d
-   where r.id = receipt_candidates.receipt_id
-     and r.organization_id = app_public.current_organization_id()
-     and r.amount is not null and r.amount <> 0
-     and d.dist <= 3
-     and e.status <> 'ignored'
-     and (r.currency is null or r.currency = e.functional_currency)
-     and not exists (select 1 from app_public.receipts x where x.event_id = e.id)
-     and not exists (select 1 from app_public.receipt_unlinked_pairs u where u.receipt_id = r.id and u.event_id = e.id)
+  with hits as (
+    -- Each reading's week, by the index on (organization, date, amount); an event near both
+    -- readings counts once, with the nearer.
+    select distinct on (e.id) e.id, e.merchant_name, e.transaction_date, e.functional_amount, e.status,
+           r.vendor_name, abs(e.transaction_date - d.reading) as dist, d.reading
+      from app_public.receipts r
+     cross join lateral unnest(r.date_readings) as d(reading)
+      join app_public.ledger_events e
+        on e.organization_id = r.organization_id
+       and e.transaction_date between d.reading - 3 and d.reading + 3
+       and e.functional_amount = abs(r.amount)
+     where r.id = receipt_candidates.receipt_id
+       and r.organization_id = app_public.current_organization_id()
+       and r.amount is not null and r.amount <> 0
+       and e.status <> 'ignored'
+       and (r.currency is null or r.currency = e.functional_currency)
+       and not exists (select 1 from app_public.receipts x where x.event_id = e.id)
+       and not exists (select 1 from app_public.receipt_unlinked_pairs u where u.receipt_id = r.id and u.event_id = e.id)
+     order by e.id, dist, d.reading
+  )
+  select h.id, h.merchant_name, h.transaction_date, h.functional_amount, h.status,
+         app_private.vendor_similarity(h.vendor_name, h.merchant_name) as similarity, h.dist, h.reading
+    from hits h
    order by 6 desc, 7, 3, 1
    limit 20
 $function$
@@ -2255,7 +2311,7 @@ CREATE OR REPLACE FUNCTION app_private.receipt_match_thresholds(OUT min_similari
  RETURNS record
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
-AS $function$ select 0.3::real, 0.15::real $function$
+AS $function$ select 0.35::real, 0.15::real $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.receive_intake_message(organization_id uuid, channel text, message_id text, sender text)
@@ -2316,9 +2372,9 @@ begin
   select * into r from app_public.receipts x where x.id = receipt_id for update;
   if not found then return; end if;  -- deleted meanwhile: nothing to record
   perform app_private.scope_organization(r.organization_id);
-  select coalesce(array_agg(d::date order by d::date), '{}') into readings
-    from (select distinct d from jsonb_array_elements_text(coalesce(extraction->'dateReadings', '[]'::jsonb)) d
-           where d ~ '^\d{4}-\d{2}-\d{2}$' limit 2) x;
+  select coalesce(array_agg(d order by d), '{}') into readings
+    from (select distinct app_private.try_date(t) d from jsonb_array_elements_text(coalesce(extraction->'dateReadings', '[]'::jsonb)) t
+           where app_private.try_date(t) is not null limit 2) x;
   v_amount := case when extraction->>'amount' ~ '^-?\d{1,15}(\.\d{1,2})?$' then (extraction->>'amount')::numeric end;
   update app_public.receipts x set
       vendor_name = left(nullif(btrim(extraction->>'vendorName'), ''), 500),
@@ -2335,7 +2391,7 @@ begin
       status = case when x.status = 'draft' then 'processed' else x.status end
    where x.id = r.id;
   if r.status in ('draft', 'processed') and r.event_id is null then
-    perform app_private.enqueue_job('match_receipts', jsonb_build_object('organizationId', r.organization_id, 'receiptIds', jsonb_build_array(r.id)));
+    perform app_private.queue_receipt_matching(r.organization_id, array[r.id]);
   end if;
 end $function$
 -- grants: <owner>: EXECUTE
@@ -2500,7 +2556,7 @@ begin
     select r.id into v_id from app_public.receipts r where r.organization_id = org and r.sha256 = store_receipt.sha256;
     return jsonb_build_object('receiptId', v_id, 'duplicate', true);
   end if;
-  perform app_private.enqueue_job('extract_receipt', jsonb_build_object('organizationId', org, 'receiptId', v_id));
+  perform app_private.queue_receipt_extraction(org, v_id);
   return jsonb_build_object('receiptId', v_id, 'duplicate', false);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -2781,24 +2837,24 @@ end $function$
 CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__rematch_receipts()
  RETURNS trigger
  LANGUAGE plpgsql
- SECURITY DEFINER
- SET search_path TO 'pg_catalog', 'app_public', 'pg_temp'
 AS $function$
-declare
-  orgs uuid[];
-  org uuid;
+declare c record;
 begin
   if tg_op = 'INSERT' then
-    select array_agg(distinct n.organization_id) into orgs from new_rows n;
+    for c in select n.organization_id as org, array_agg(distinct n.functional_amount) as amounts,
+                    count(distinct n.functional_amount) as n
+               from new_rows n group by 1 loop
+      perform app_private.queue_waiting_receipt_matching(c.org, case when c.n <= 500 then c.amounts end);
+    end loop;
   else
-    select array_agg(distinct n.organization_id) into orgs from new_rows n join old_rows o on o.id = n.id
-     where n.functional_amount <> o.functional_amount or n.transaction_date <> o.transaction_date;
+    for c in select n.organization_id as org, array_agg(distinct n.functional_amount) as amounts,
+                    count(distinct n.functional_amount) as n
+               from new_rows n join old_rows o on o.id = n.id
+              where n.functional_amount <> o.functional_amount or n.transaction_date <> o.transaction_date
+              group by 1 loop
+      perform app_private.queue_waiting_receipt_matching(c.org, case when c.n <= 500 then c.amounts end);
+    end loop;
   end if;
-  foreach org in array coalesce(orgs, '{}') loop
-    if exists (select 1 from app_public.receipts r where r.organization_id = org and r.status = 'processed' and r.event_id is null) then
-      perform app_private.enqueue_job('match_receipts', jsonb_build_object('organizationId', org), 'match_receipts:' || org);
-    end if;
-  end loop;
   return null;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -2831,6 +2887,9 @@ begin
   elsif new.event_id is distinct from old.event_id then ids := array[old.event_id, new.event_id];
   else return null;
   end if;
+  -- Locked first, in id order: a concurrent link or unlink of the same event waits here, and the
+  -- update below (a new statement) then sees what it committed.
+  perform 1 from app_public.ledger_events e where e.id = any (ids) order by e.id for no key update;
   update app_public.ledger_events e
      set has_document = exists (select 1 from app_public.receipts r where r.event_id = e.id)
    where e.id = any (ids)
@@ -2848,8 +2907,23 @@ begin
     new.linked_by := null;
     new.linked_at := null;
     if new.match_status = 'matched' then new.match_status := 'unmatched'; end if;
+    -- The person's link is gone with its event: the receipt waits for review (and matching) again.
+    if new.status = 'reviewed' then new.status := case when new.extracted_at is null then 'draft' else 'processed' end; end if;
   end if;
   return new;
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.try_date(day text)
+ RETURNS date
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+begin
+  if day !~ '^[0-9]{4}-[0-9]{2}-[0-9]{2}$' then return null; end if;
+  return make_date(substr(day, 1, 4)::int, substr(day, 6, 2)::int, substr(day, 9, 2)::int);
+exception when others then
+  return null;
 end $function$
 -- grants: <owner>: EXECUTE
 
@@ -2931,10 +3005,14 @@ CREATE OR REPLACE FUNCTION app_private.vendor_key(name text)
  RETURNS text
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
-AS $function$ select btrim(regexp_replace(
-     regexp_replace(' ' || regexp_replace(lower(coalesce(name, '')), '[^a-z]+', ' ', 'g') || ' ',
-       ' (inc|ltd|llc|llp|corp|co|sdn|bhd|the|store|shop|ca|on|qc|bc|ab|pos|purchase) ', ' ', 'g'),
-     ' +', ' ', 'g')) $function$
+AS $function$
+  select case when length(replace(k, ' ', '')) < 3 then '' else k end
+    from (select array_to_string(array(
+            select w from regexp_split_to_table(
+              translate(lower(coalesce(name, '')), 'àâäáãåçéèêëíìîïñóòôöõúùûüýÿœæ', 'aaaaaaceeeeiiiinooooouuuuyyoa'), '[^a-z]+') w
+             where w <> '' and w <> all (array['inc', 'ltd', 'llc', 'llp', 'corp', 'co', 'sdn', 'bhd', 'the', 'store', 'shop',
+                                                'ca', 'on', 'qc', 'bc', 'ab', 'mb', 'sk', 'ns', 'nb', 'nl', 'pe', 'pos', 'purchase'])), ' ') as k) x
+$function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.vendor_similarity(vendor text, merchant text)
@@ -2943,7 +3021,7 @@ CREATE OR REPLACE FUNCTION app_private.vendor_similarity(vendor text, merchant t
  IMMUTABLE PARALLEL SAFE
 AS $function$
   select case when a = '' or b = '' then 0::real
-              else greatest(public.word_similarity(a, b), public.word_similarity(b, a)) end
+              else greatest(public.strict_word_similarity(a, b), public.strict_word_similarity(b, a)) end
     from (select app_private.vendor_key(vendor) a, app_private.vendor_key(merchant) b) k
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -2992,11 +3070,12 @@ declare
   stored jsonb;
 begin
   perform app_private.assert_org_access(organization_id, false);
-  e := app_private.event_for_link(event_id);
   u := app_private.upload_by_key(object_key);
   stored := app_private.store_receipt(u.organization_id, 'web_upload', u.object_key,
     coalesce(nullif(app_private.clean_text(filename), ''), u.filename), u.content_type, u.size, u.sha256);
+  -- The receipt, then the event: the order every link takes its locks in.
   r := app_private.receipt_for_update((stored->>'receiptId')::uuid);
+  e := app_private.event_for_link(event_id);
   if r.event_id is not null and r.event_id <> e.id and r.linked_by = 'person' then
     perform app_private.fail('This file is already attached to another transaction; unlink it first.');
   end if;
@@ -4030,7 +4109,7 @@ begin
   if r.status = 'rejected' then perform app_private.fail('Receipt is rejected.'); end if;
   perform app_private.unlink_receipt(r, case when r.extracted_at is null then 'draft' else 'processed' end);
   if r.extracted_at is not null then
-    perform app_private.enqueue_job('match_receipts', jsonb_build_object('organizationId', r.organization_id, 'receiptIds', jsonb_build_array(r.id)));
+    perform app_private.queue_receipt_matching(r.organization_id, array[r.id]);
   end if;
   return jsonb_build_object('success', true, 'error', null, 'receipt', app_private.receipt_json_by_id(r.id));
 end $function$

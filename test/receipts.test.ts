@@ -197,19 +197,32 @@ describe("matching", () => {
     expect(await call(h, t, LINK, { id, eventId }, "linkReceiptToEvent")).toMatchObject({ success: false, error: "A rejected receipt cannot be linked." });
   });
 
-  it("an event whose amount or date changes queues matching for the organization's waiting receipts", async () => {
-    const eventId = await event("ORCHARD FLORIST", "55.00", "2026-08-01");
-    const id = await readReceipt({ vendorName: "Orchard Florist", amount: "57.50", dateReadings: ["2026-08-01"] });
-    await match(t, [id]);
-    await h.owner.query("select graphile_worker.remove_job($1)", [`match_receipts:${t.organizationId}`]);
-    expect(await call(h, t, UPDATE, { eventId, memo: "flowers" }, "updateLedgerEvent")).toMatchObject({ success: true });
-    const queued = async () => (await h.owner.query("select count(*)::int n from graphile_worker.jobs where key = $1",
-      [`match_receipts:${t.organizationId}`])).rows[0].n;
-    expect(await queued()).toBe(0);
-    expect(await call(h, t, UPDATE, { eventId, amount: "57.50" }, "updateLedgerEvent")).toMatchObject({ success: true });
-    expect(await queued()).toBe(1);
-    await match(t);
-    expect(await receipt(id)).toMatchObject({ matchStatus: "matched", event: { id: eventId } });
+  it("a new event, or one whose amount or date changes, queues matching for the organization's waiting receipts", async () => {
+    const org = await createTenant(h);
+    const orgAccounts = await accountsOf(h, org);
+    const queued = async () => (await h.owner.query(`select j.payload from graphile_worker._private_jobs j
+      join graphile_worker._private_tasks t on t.id = j.task_id
+      where t.identifier = 'match_receipts' and j.payload->>'organizationId' = $1 and j.payload::jsonb->'receiptIds' = 'null'::jsonb order by j.id`,
+      [org.organizationId])).rows.map((r) => r.payload);
+    const newEvent = async (amount: string) => (await call(h, org, CREATE, { merchantName: "ORCHARD FLORIST", amount,
+      transactionDate: "2026-08-01", paymentAccountId: orgAccounts.Chequing }, "createLedgerEvent")).eventId;
+    // Nothing waits: nothing is queued.
+    const eventId = await newEvent("55.00");
+    expect(await queued()).toEqual([]);
+    // A draft waits (its extraction's own matching may run before this event commits): queued, by amount.
+    const { receiptId } = await call(h, org, CREATE_RECEIPT, { key: await upload(org) }, "createReceipt");
+    await newEvent("12.34");
+    expect(await queued()).toEqual([{ organizationId: org.organizationId, receiptIds: null, amounts: ["12.34"] }]);
+    await h.owner.query("select app_private.record_receipt_extraction($1, $2)", [receiptId, JSON.stringify({
+      text: "x", method: "text", vendorName: "Orchard Florist", amount: "57.50", dateReadings: ["2026-08-01"] })]);
+    await match(org);
+    const before = (await queued()).length;
+    expect(await call(h, org, UPDATE, { eventId, memo: "flowers" }, "updateLedgerEvent")).toMatchObject({ success: true });
+    expect(await queued()).toHaveLength(before);
+    expect(await call(h, org, UPDATE, { eventId, amount: "57.50" }, "updateLedgerEvent")).toMatchObject({ success: true });
+    expect((await queued()).at(-1)).toEqual({ organizationId: org.organizationId, receiptIds: null, amounts: ["57.50"] });
+    await match(org);
+    expect(await receipt(receiptId, org)).toMatchObject({ matchStatus: "matched", event: { id: eventId } });
   });
 
   it("concurrent matching never links two receipts to one event", async () => {
@@ -230,6 +243,55 @@ describe("matching", () => {
     }
     const { rows } = await h.owner.query("select id from app_public.receipts where event_id = $1", [eventId]);
     expect(rows).toHaveLength(1);
+  });
+});
+
+describe("matching rules, under concurrency and at the edges", () => {
+  it("hasDocument stays true while a receipt is linked, whatever two people do at once", async () => {
+    const eventId = await event("DUO DELI", "9.10", "2026-09-01");
+    const [first, second] = [await readReceipt({ vendorName: "Duo Deli" }), await readReceipt({ vendorName: "Duo Deli" })];
+    await call(h, t, LINK, { id: first, eventId }, "linkReceiptToEvent");
+    const clients = [new pg.Client({ connectionString: h.databaseUrl }), new pg.Client({ connectionString: h.databaseUrl })];
+    await Promise.all(clients.map((c) => c.connect()));
+    try {
+      const asTenant = (c: pg.Client) => c.query("select set_config('app.organization_id', $1, false)", [t.organizationId]);
+      await Promise.all(clients.map(asTenant));
+      // One links the second receipt and holds its transaction; the other unlinks the first meanwhile.
+      await clients[0].query("begin");
+      await clients[0].query("update app_public.receipts set event_id = $1, linked_by = 'person', status = 'reviewed' where id = $2", [eventId, second]);
+      const unlinking = clients[1].query("update app_public.receipts set event_id = null where id = $1", [first]);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await clients[0].query("commit");
+      await unlinking;
+    } finally {
+      await Promise.all(clients.map((c) => c.end()));
+    }
+    expect((await ledgerEvent(eventId)).hasDocument).toBe(true);
+    await call(h, t, UNLINK, { id: second }, "unlinkReceipt");
+    expect((await ledgerEvent(eventId)).hasDocument).toBe(false);
+  });
+
+  it("names are compared by their words: accents, legal suffixes and store words aside; fragments are no name", async () => {
+    const { rows } = await h.owner.query(`select app_private.vendor_key('The Co Store') a, app_private.vendor_key('Café Dépôt Inc.') b,
+      app_private.vendor_key('M') c, app_private.vendor_similarity('Staples', 'STARBUCKS #1234') d,
+      app_private.vendor_similarity('Canadian Tire', 'CANADA POST') e, app_private.vendor_similarity('Cafe Depot', 'CAFÉ DÉPÔT MONTREAL QC') f`);
+    expect(rows[0]).toMatchObject({ a: "", b: "cafe depot", c: "", f: 1 });
+    const { rows: [{ min_similarity }] } = await h.owner.query("select * from app_private.receipt_match_thresholds()");
+    expect(rows[0].d).toBeLessThan(min_similarity);
+    expect(rows[0].e).toBeLessThan(min_similarity);
+  });
+
+  it("an impossible date from the extractor is ignored, the rest recorded", async () => {
+    const id = await readReceipt({ vendorName: "Leap Bakery", amount: "3.00", dateReadings: ["2026-02-30", "2026-03-01"] });
+    expect(await receipt(id)).toMatchObject({ status: "processed", dateReadings: ["2026-03-01"], receiptDate: "2026-03-01" });
+  });
+
+  it("a receipt a person linked goes back to review when its event is removed", async () => {
+    const eventId = await event("GONE GARAGE", "70.00", "2026-09-20");
+    const id = await readReceipt({ vendorName: "Gone Garage", amount: "70.00", dateReadings: ["2026-09-20"] });
+    await call(h, t, LINK, { id, eventId }, "linkReceiptToEvent");
+    await h.owner.query("delete from app_public.ledger_events where id = $1", [eventId]);
+    expect(await receipt(id)).toMatchObject({ status: "processed", matchStatus: "unmatched", event: null, linkedBy: null });
   });
 });
 
