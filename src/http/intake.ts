@@ -57,12 +57,20 @@ async function receiveEmail(req: Request, res: Response, pools: Pools, storage: 
     stopReading(req);
     throw e;
   }
-  const organizationId = await intakeOrganization(pools.owner, "email", mail.recipients);
-  if (!organizationId) return sendError(res, "No recipient is an active intake address.", "NOT_FOUND");
-  const result = await receiveIntake(pools.owner, storage, {
-    organizationId, channel: "email", messageId: mail.messageId, sender: mail.sender, parts: mail.parts, text: mail.text,
-  });
-  res.status(202).json({ receiptIds: result.receiptIds, duplicate: result.duplicate });
+  // Each organization one of whose addresses the message names gets it once, as over SMTP.
+  const organizations = new Set<string>();
+  for (const address of mail.recipients.slice(0, 100)) {
+    const org = await intakeOrganization(pools.owner, "email", [address]);
+    if (org) organizations.add(org);
+  }
+  if (organizations.size === 0) return sendError(res, "No recipient is an active intake address.", "NOT_FOUND");
+  const results = [];
+  for (const organizationId of organizations) {
+    results.push(await receiveIntake(pools.owner, storage, {
+      organizationId, channel: "email", messageId: mail.messageId, sender: mail.sender, parts: mail.parts, text: mail.text,
+    }));
+  }
+  res.status(202).json({ receiptIds: results.flatMap((r) => r.receiptIds), duplicate: results.every((r) => r.duplicate) });
 }
 
 class BadSms extends Error {}
