@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { parseReceiptText } from "../src/receipts/extraction/index.js";
+import { receiptLines } from "../src/receipts/extraction/lines.js";
+import { totalLostItsCents } from "../src/receipts/extraction/total.js";
 
 const parse = (text: string, dateOrder: "auto" | "DMY" | "MDY" = "auto") => parseReceiptText(text, { dateOrder });
 const amountOf = (text: string) => parse(text).amount;
@@ -57,12 +59,24 @@ describe("receipt total", () => {
     expect(amountOf("Refund total 4.50-")).toBe("-4.50");
   });
 
+  it("takes cash minus change when no total was read", () => {
+    expect(amountOf("Noodles 1 RM7.50\nSub-Total RM7.50\nGST RM0.45\nCash RM10.05\nChange RM2.10")).toBe("7.95");
+    expect(amountOf("Coffee 3.50\nCash 10.00\nChange 0.00")).toBe("3.50");
+  });
+
+  it("does not take a total larger than the cash that paid it", () => {
+    expect(amountOf("SUBTOTAL RM23.40\nTOTAL | F423 .40\nCASH 25.00\nCHANGE 1.60")).toBe("23.40");
+    expect(amountOf("TOTAL 17.85\nCASH 50.00\nCHANGE 32.15")).toBe("17.85");
+  });
+
   it("does not take a zero balance left after payment", () => {
     expect(amountOf("Total $88.40\nPaid by VISA 88.40\nBalance due 0.00")).toBe("88.40");
   });
 
   it("falls back to the largest amount that is not a payment", () => {
-    expect(amountOf("Coffee 3.50\nMuffin 2.75\nCash 10.00\nChange 3.75")).toBe("3.50");
+    expect(amountOf("Coffee 3.50\nMuffin 2.75\nCash 10.00")).toBe("3.50");
+    // With the change printed, what the cash paid is known: 10.00 - 3.75.
+    expect(amountOf("Coffee 3.50\nMuffin 2.75\nCash 10.00\nChange 3.75")).toBe("6.25");
     expect(amountOf("Subtotal 6.25\nCash 10.00")).toBe("6.25");
     expect(amountOf("Thank you for visiting\nSee you soon")).toBeNull();
   });
@@ -126,6 +140,29 @@ describe("receipt date", () => {
     expect(dates("Card expiry 31/08/2025\n2023-03-14")).toEqual(["2023-03-14"]);
   });
 
+  it("reads dates whose separators OCR doubled, dropped or glued to the time", () => {
+    expect(dates("Mar 14,.2023 7:07 PM")).toEqual(["2023-03-14"]);
+    expect(dates("DATE March 92023\nTIME 17:44")).toEqual(["2023-03-09"]);
+    expect(dates("Mar 142023")).toEqual(["2023-03-14"]);
+    expect(dates("Mar14, 20234155 PM")).toEqual(["2023-03-14"]);
+    expect(dates("14 Mar 20231:45 PM")).toEqual(["2023-03-14"]);
+    expect(dates("14/03/202313:45", "DMY")).toEqual(["2023-03-14"]);
+    expect(dates("Order 14/03/202312345")).toEqual([]);
+    expect(dates("Mar 2023")).toEqual([]);
+  });
+
+  it("merges two readings broken in different digits", () => {
+    expect(dates("Date 07/89/2023 10:00\n\nDate 97/09/2023 10:00", "DMY")).toEqual(["2023-09-07"]);
+    expect(dates("21/04/2823\nTotal 1.00\n\n21/64/2023\nTotal 1.00", "DMY")).toEqual(["2023-04-21"]);
+    // More than one merge makes a date: none is trusted.
+    expect(dates("Date 41/07/2023\n\nDate 12/75/2023", "DMY")).toEqual([]);
+  });
+
+  it("mends a zero read as 8, 6 or 9 when only one mending makes a date", () => {
+    expect(dates("CASH 17/83/2817 21:35", "DMY")).toEqual(["2017-03-17"]);
+    expect(dates("Date 26/98/2023", "DMY")).toEqual([]);
+  });
+
   it("ignores implausible years and things that are not dates", () => {
     expect(dates("Est. 14/03/1987\n2023-03-14")).toEqual(["2023-03-14"]);
     expect(dates(`Date 01/01/${new Date().getFullYear() + 5}`)).toEqual([]);
@@ -178,8 +215,43 @@ describe("receipt vendor", () => {
     expect(vendor("==========\nOAKRIDGE BUILDING SUPPLY\n6721 50 Ave")).toBe("OAKRIDGE BUILDING SUPPLY");
   });
 
+  it("drops punctuation OCR put inside a name and closes a parenthesis it lost", () => {
+    expect(vendor("Harbour: Fresh Market\n88 Quay Street")).toBe("Harbour Fresh Market");
+    expect(vendor("KEDAI RUNCIT. MAJU JAYA\nNO 5, JALAN 3")).toBe("KEDAI RUNCIT MAJU JAYA");
+    expect(vendor("Northern Grind Coffee Co.\nTotal 3.00")).toBe("Northern Grind Coffee Co.");
+    expect(vendor("MR. TOOLS (KL) SDN BHD")).toBe("MR. TOOLS (KL) SDN BHD");
+    expect(vendor("SINAR BAKERIES (KL SDN BHD\nLOT 7, JALAN 2")).toBe("SINAR BAKERIES (KL) SDN BHD");
+  });
+
+  it("prefers the name both OCR readings agree on over noise above it", () => {
+    const first = "ERTL\nCoastal Gas & Go\n4150 Meridian St\nTOTAL 7.00";
+    const second = "E RT\nCoastal Gas & Go\n4150 Meridian St\nTOTAL 7.00";
+    expect(vendor(`${first}\n\n${second}`)).toBe("Coastal Gas & Go");
+  });
+
   it("is null when nothing looks like a name", () => {
     expect(vendor("12.30\n14/03/2023\n#### 1234")).toBeNull();
+  });
+});
+
+describe("a reading that lost the total's cents", () => {
+  const lost = (text: string) => totalLostItsCents(receiptLines(text));
+
+  it("is seen when the total line's amount stops at the decimal point", () => {
+    expect(lost("SUBTOTAL $19.\nGST (5%) $0.\nTOTAL : $22.\nVISA 22.")).toBe(true);
+    // The other reading's total is another amount: still lost.
+    expect(lost("Total $41.\n\nGST (5%) $1.83\nTotal sal.")).toBe(true);
+  });
+
+  it("is not seen when another reading has the whole total, or no total was cut", () => {
+    expect(lost("Total 43.\n\nSubtotal 38.18\nTotal ; 43.14")).toBe(false);
+    expect(lost("Subtotal 38.18\nTotal 43.14\nThank you.")).toBe(false);
+    expect(lost("LOT 1-015.\nTotal 21.60")).toBe(false);
+    expect(lost("Item 12.\nTotal 21.60")).toBe(false);
+  });
+
+  it("lets the parser prefer the complete amount of a further reading", () => {
+    expect(amountOf("Subtotal $36.\nTotal $41.\n\nTotal sal.\n\nSubtotal $36.63\nTotal $41.02")).toBe("41.02");
   });
 });
 

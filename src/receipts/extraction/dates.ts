@@ -14,15 +14,26 @@ const MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "
 const MONTH_NAME =
   "(jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sept?(?:ember)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\\.?";
 
+/** OCR may glue a clock time to the year ("Oct 31, 20234:55 PM" read "20234155 PM"). */
+const TIME_AFTER_YEAR = "(?=\\d{1,2}[:.]?\\d{2}(?:[:.]\\d{2})?\\s?[ap]\\.?m\\b|\\d{1,2}:\\d{2})";
+/** A four-digit year, maybe with a clock time glued to it. */
+const YEAR4 = `(?:\\d{4}(?!\\d)|20\\d{2}${TIME_AFTER_YEAR})`;
+
 // Each form with the groups it captures; digits around must not continue the number.
 const YEAR_FIRST = /(?<![\d/.-])(20\d{2})\s?[-/.]\s?(\d{1,2})\s?[-/.]\s?(\d{1,2})(?![\d/])/g;
-const NUMERIC = /(?<![\d/.-])(\d{1,2})\s?([-/.])\s?(\d{1,2})\s?\2\s?(\d{4}|\d{2})(?![\d/]|\.\d)/g;
+const NUMERIC = new RegExp(
+  `(?<![\\d/.-])(\\d{1,2})\\s?([-/.])\\s?(\\d{1,2})\\s?\\2\\s?(20\\d{2}${TIME_AFTER_YEAR}|(?:\\d{4}|\\d{2})(?![\\d/]|\\.\\d))`,
+  "g",
+);
 const DAY_MONTH_NAME = new RegExp(
-  `(?<![\\d])(\\d{1,2})(?:st|nd|rd|th)?[\\s\\-/.,]*${MONTH_NAME}(?![a-z])[\\s\\-/.,']*(\\d{4}|\\d{2})(?![\\d])`,
+  `(?<![\\d])(\\d{1,2})(?:st|nd|rd|th)?[\\s\\-/.,]*${MONTH_NAME}(?![a-z])[\\s\\-/.,']*(${YEAR4}|\\d{2}(?!\\d))`,
   "gi",
 );
 const MONTH_NAME_DAY = new RegExp(
-  `(?<![a-z])${MONTH_NAME}(?![a-z])[\\s\\-/.]*(\\d{1,2})(?:st|nd|rd|th)?(?:,\\s*|\\s+|[-/])(\\d{4}|'?\\d{2}(?=\\s*$|,))(?![\\d])`,
+  // OCR doubles or drops the separators: "Dec 13,.2023", "Nov 12024" (November 1, 2024).
+  `(?<![a-z])${MONTH_NAME}(?![a-z])[\\s\\-/.]*(\\d{1,2})(?:st|nd|rd|th)?` +
+    `(?:\\s*[,.]{1,2}\\s*|\\s+|[-/]|(?=20\\d{2}(?!\\d)))` +
+    `(${YEAR4}|'?\\d{2}(?=\\s*$|,)(?!\\d))`,
   "gi",
 );
 
@@ -67,17 +78,78 @@ export function datesInLine(raw: string, lineIndex: number): DateMention[] {
     const iso = isoDate(fullYear(m[3]), monthNumber(m[1]), Number(m[2]));
     add(m, iso ? [{ iso, order: "any" }] : []);
   }
-  for (const m of line.matchAll(NUMERIC)) {
-    const [first, second, year] = [Number(m[1]), Number(m[3]), fullYear(m[4])];
-    const dayFirst = isoDate(year, second, first);
-    const monthFirst = isoDate(year, first, second);
-    const readings: DateMention["readings"] = [];
-    if (dayFirst && dayFirst === monthFirst) readings.push({ iso: dayFirst, order: "any" });
-    else {
-      if (dayFirst) readings.push({ iso: dayFirst, order: "DMY" });
-      if (monthFirst) readings.push({ iso: monthFirst, order: "MDY" });
+  for (const m of line.matchAll(NUMERIC)) add(m, numericReadings(m[1], m[3], m[4]));
+  return found;
+}
+
+/** The calendar readings of a numeric date: day first, month first, or both. */
+function numericReadings(firstText: string, secondText: string, yearText: string): DateMention["readings"] {
+  const [first, second, year] = [Number(firstText), Number(secondText), fullYear(yearText)];
+  const dayFirst = isoDate(year, second, first);
+  const monthFirst = isoDate(year, first, second);
+  const readings: DateMention["readings"] = [];
+  if (dayFirst && dayFirst === monthFirst) readings.push({ iso: dayFirst, order: "any" });
+  else {
+    if (dayFirst) readings.push({ iso: dayFirst, order: "DMY" });
+    if (monthFirst) readings.push({ iso: monthFirst, order: "MDY" });
+  }
+  return readings;
+}
+
+/** A numeric date in full ("05/85/2023"): what two OCR readings can be compared digit by digit. */
+const FULL_NUMERIC = /(?<![\d/.-])(\d{2})([-/.])(\d{2})\2(\d{4})(?![\d/]|\.\d)/g;
+
+/**
+ * Dates that OCR broke in both readings of an image, in different digits ("05/85/2023" and
+ * "95/05/2023"; "13/07/2623" and "13/67/2023"): the two are merged digit by digit, each
+ * differing digit taken from one or the other, and the merge stands when exactly one choice
+ * makes a real date. The mention is placed where the first of the two was written.
+ */
+export function reconciledDates(lines: string[]): DateMention[] {
+  const broken: { line: number; start: number; end: number; digits: string; separator: string }[] = [];
+  lines.forEach((raw, line) => {
+    for (const m of mendDigits(raw).matchAll(FULL_NUMERIC)) {
+      if (numericReadings(m[1], m[3], m[4]).length > 0) continue;
+      broken.push({ line, start: m.index, end: m.index + m[0].length, digits: m[1] + m[3] + m[4], separator: m[2] });
     }
-    add(m, readings);
+  });
+  const found: DateMention[] = [];
+  for (let i = 0; i < broken.length; i++) {
+    for (let j = i + 1; j < broken.length; j++) {
+      const [a, b] = [broken[i], broken[j]];
+      if (a.line === b.line || a.separator !== b.separator) continue;
+      const differ = [...a.digits].flatMap((digit, k) => (digit === b.digits[k] ? [] : [k]));
+      if (differ.length === 0 || differ.length > 3) continue;
+      const valid: DateMention["readings"][] = [];
+      for (let choice = 0; choice < 1 << differ.length; choice++) {
+        const digits = [...a.digits];
+        differ.forEach((k, bit) => {
+          if (choice & (1 << bit)) digits[k] = b.digits[k];
+        });
+        const merged = digits.join("");
+        const readings = numericReadings(merged.slice(0, 2), merged.slice(2, 4), merged.slice(4));
+        if (readings.length > 0) valid.push(readings);
+      }
+      if (valid.length === 1) found.push({ line: a.line, start: a.start, end: a.end, readings: valid[0] });
+    }
+  }
+  if (found.length > 0) return found;
+  // One reading, or both broken alike ("17/83/2817"): OCR reads the 0 of a dot-matrix or faded
+  // print as 8, 6 or 9. A date stands when exactly one such repair makes it real.
+  for (const a of broken) {
+    const suspects = [...a.digits].flatMap((digit, k) => (/[689]/.test(digit) ? [k] : []));
+    if (suspects.length === 0 || suspects.length > 4) continue;
+    const valid: DateMention["readings"][] = [];
+    for (let choice = 1; choice < 1 << suspects.length; choice++) {
+      const digits = [...a.digits];
+      suspects.forEach((k, bit) => {
+        if (choice & (1 << bit)) digits[k] = "0";
+      });
+      const merged = digits.join("");
+      const readings = numericReadings(merged.slice(0, 2), merged.slice(2, 4), merged.slice(4));
+      if (readings.length > 0) valid.push(readings);
+    }
+    if (valid.length === 1) found.push({ line: a.line, start: a.start, end: a.end, readings: valid[0] });
   }
   return found;
 }
@@ -93,7 +165,7 @@ const OTHER_DATE = /\b(exp(iry|ires?)?|valid|due|until|before|birth|dob|best|use
  * ordered by the order the receipt's unambiguous dates show (day-first when none do).
  */
 export function receiptDateReadings(lines: string[], order: DateOrder): string[] {
-  const mentions = lines.flatMap((line, index) => datesInLine(line, index));
+  const mentions = [...lines.flatMap((line, index) => datesInLine(line, index)), ...reconciledDates(lines)];
   if (mentions.length === 0) return [];
   const labelled = (d: DateMention) =>
     DATE_LABEL.test(lines[d.line]) || (d.line > 0 && /^\W*(date|tarikh|dt)\W*$/i.test(lines[d.line - 1]));

@@ -1,5 +1,6 @@
 import { createRequire } from "node:module";
 import sharp, { type Sharp } from "sharp";
+import type { PageLayout } from "./ocr.js";
 
 /** Larger images are refused: decoding them costs hundreds of MB for no better reading. */
 export const MAX_IMAGE_PIXELS = 40_000_000;
@@ -18,12 +19,21 @@ export interface Cleanup {
   /** Stretches contrast between these percentiles of the grey levels (faded thermal print,
    * grey paper). */
   normalise?: { lower: number; upper: number };
+  /** Tesseract's page layout mode for this reading (ocr.ts' RECEIPT_LAYOUT when not given). */
+  layout?: PageLayout;
 }
 
 export const AS_SCANNED: Cleanup = {};
 export const ENLARGED_CONTRAST: Cleanup = { enlargeTo: 2000, grayscale: true, normalise: { lower: 2, upper: 98 } };
 /** The readings taken of each image, in order. */
 export const IMAGE_READINGS: Cleanup[] = [AS_SCANNED, ENLARGED_CONTRAST];
+/**
+ * A further reading, taken only when the others lost the total's cents (total.ts'
+ * totalLostItsCents): the image as scanned, read as one column of lines. On clean but speckled
+ * images the default layout analysis may drop the column of cents ("TOTAL : $22."); this mode
+ * reads those lines whole. Taken always, it would cost a second and lose SROIE totals.
+ */
+export const SINGLE_COLUMN: Cleanup = { layout: "4" };
 
 /** A sharp pipeline over the image, EXIF-rotated, refusing images that are too large. */
 function open(bytes: Buffer): Sharp {

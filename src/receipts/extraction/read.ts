@@ -1,6 +1,8 @@
-import { AS_SCANNED, heicToPng, IMAGE_READINGS, prepareForOcr, type Cleanup } from "./images.js";
+import { AS_SCANNED, heicToPng, IMAGE_READINGS, prepareForOcr, SINGLE_COLUMN, type Cleanup } from "./images.js";
+import { receiptLines } from "./lines.js";
 import { recognise } from "./ocr.js";
 import { openPdf, pdfPageImages, pdfTextLayer } from "./pdf.js";
+import { totalLostItsCents } from "./total.js";
 import type { DocumentText } from "./types.js";
 
 /** A document that no retry can read: corrupt, unsupported, or too large. */
@@ -15,7 +17,8 @@ export const DOCUMENT_OCR_BUDGET_MS = 90_000;
 
 /**
  * OCR of one image (any type sharp reads, or HEIC), one reading per clean-up given, the
- * readings one after the other (the parser's rules hold over both: see parse.ts). A later
+ * readings one after the other (the parser's rules hold over all: see parse.ts). With the
+ * default readings, one more is taken when they lost the total's cents (SINGLE_COLUMN). A later
  * reading is skipped when the document's time is nearly spent.
  */
 export async function ocrImage(
@@ -26,12 +29,14 @@ export async function ocrImage(
 ): Promise<string> {
   const decodable = /^image\/hei[cf]$/.test(contentType) ? await heicToPng(bytes) : bytes;
   const readings: string[] = [];
-  for (const cleanup of cleanups) {
+  const read = async (cleanup: Cleanup) => {
     const left = deadlineAt - Date.now();
-    if (readings.length > 0 && left < 10_000) break;
+    if (readings.length > 0 && left < 10_000) return;
     const image = await prepareForOcr(decodable, cleanup);
-    readings.push((await recognise(image, { deadlineMs: Math.max(left, 1_000) })).text.trim());
-  }
+    readings.push((await recognise(image, { layout: cleanup.layout, deadlineMs: Math.max(left, 1_000) })).text.trim());
+  };
+  for (const cleanup of cleanups) await read(cleanup);
+  if (cleanups === IMAGE_READINGS && totalLostItsCents(receiptLines(readings.join("\n")))) await read(SINGLE_COLUMN);
   return readings.join("\n\n");
 }
 

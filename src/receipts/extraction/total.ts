@@ -32,6 +32,10 @@ export function isPaymentLine(words: string): boolean {
     !/\b(cash sales?|cash bill|cash inv)/.test(words);
 }
 
+function isChange(words: string): boolean {
+  return /\b(change|chg due|kembali)\b/.test(words);
+}
+
 export function classify(line: string): Label {
   const words = labelWords(line);
   const total = TOTAL_WORD.test(words);
@@ -65,6 +69,8 @@ interface Candidate {
   /** Where the label was written (the line to read the currency from). */
   line: number;
   payment: boolean;
+  /** The change given back (a payment line). */
+  change: boolean;
 }
 
 interface Row {
@@ -138,21 +144,21 @@ export function candidates(lines: string[]): Candidate[] {
     const segments = labelledSegments(lines[i], row);
     if (segments.length > 1) {
       for (const segment of segments) {
-        found.push({ cents: segment.cents, label: classify(segment.words), line: i, payment: isPaymentLine(segment.words) });
+        found.push({ cents: segment.cents, label: classify(segment.words), line: i, payment: isPaymentLine(segment.words), change: isChange(segment.words) });
       }
     } else if (row.amounts.length > 0 && !row.amountOnly) {
       // A row's own value is its rightmost amount (quantity and unit price come first).
-      found.push({ cents: row.amounts[row.amounts.length - 1].cents, label, line: i, payment });
+      found.push({ cents: row.amounts[row.amounts.length - 1].cents, label, line: i, payment, change: isChange(row.words) });
     } else if (row.labelOnly && (label !== Label.NONE || payment)) {
       const paired = pairedAmountRow(rows, i);
       if (paired !== null) {
         claimed.add(paired);
-        found.push({ cents: rows[paired].amounts[0].cents, label, line: i, payment });
+        found.push({ cents: rows[paired].amounts[0].cents, label, line: i, payment, change: isChange(row.words) });
       }
     }
   }
   rows.forEach((row, i) => {
-    if (row.amountOnly && !claimed.has(i)) found.push({ cents: row.amounts[0].cents, label: Label.NONE, line: i, payment: false });
+    if (row.amountOnly && !claimed.has(i)) found.push({ cents: row.amounts[0].cents, label: Label.NONE, line: i, payment: false, change: false });
   });
   return promoteRoundedTotals(found, rows);
 }
@@ -182,9 +188,42 @@ export function findTotal(lines: string[]): { cents: number; line: number } | nu
   const found = candidates(lines);
   const nonZero = found.filter((c) => c.cents !== 0);
   const all = nonZero.length > 0 ? nonZero : found;
+  // Cash tendered with change given back bounds what was paid: cash minus change.
+  const change = Math.max(0, ...all.filter((c) => c.change).map((c) => c.cents));
+  const cash = change > 0 ? Math.max(0, ...all.filter((c) => c.payment && !c.change).map((c) => c.cents)) : 0;
+  const paidInCash = cash > change ? cash - change : null;
   const strongest: number = Math.max(Label.NONE, ...all.map((c) => c.label));
-  const pool = strongest > Label.NONE ? all.filter((c) => c.label === strongest) : all.filter((c) => !c.payment);
+  if (strongest < Label.TOTAL && paidInCash !== null) {
+    // No total printed (or read): what the cash paid is the total.
+    return { cents: paidInCash, line: all.find((c) => c.payment && !c.change && c.cents === cash)!.line };
+  }
+  let pool = strongest > Label.NONE ? all.filter((c) => c.label === strongest) : all.filter((c) => !c.payment);
+  // A "total" larger than the cash handed over (OCR read "RM41.81" as "441.81") is misread:
+  // the largest amount the cash covers is taken instead.
+  if (paidInCash !== null && pool.every((c) => c.cents > cash)) {
+    pool = all.filter((c) => !c.payment && c.cents <= cash);
+  }
   if (pool.length === 0) return null;
   const best = pool.reduce((a, b) => (b.cents > a.cents ? b : a));
   return { cents: best.cents, line: best.line };
+}
+
+/** An amount OCR cut at its decimal point ("TOTAL : $22.", "Total $41."): the whole units. */
+const CUT_AMOUNT = /(?<![\d.,/-])(?:[$€£]|rm\s?)?(\d{1,6})\.\s*$/i;
+
+/**
+ * Whether a reading lost the cents of the total: a line labelled as the total ends with an
+ * amount cut at its decimal point, and the total found is missing or has other units (OCR's
+ * page layout analysis sometimes drops the column of cents of a clean but speckled image).
+ */
+export function totalLostItsCents(lines: string[]): boolean {
+  const cut = lines.flatMap((line) => {
+    const match = CUT_AMOUNT.exec(withoutDates(line));
+    if (!match || amountsIn(withoutDates(line)).length > 0) return [];
+    const rest = labelWords(line.slice(0, line.length - match[0].length));
+    return classify(rest) >= Label.TOTAL ? [Number(match[1])] : [];
+  });
+  if (cut.length === 0) return false;
+  const total = findTotal(lines);
+  return total === null || cut.some((units) => Math.trunc(Math.abs(total.cents) / 100) !== units);
 }

@@ -5,6 +5,8 @@
  */
 
 const LOOKED_AT = 10;
+/** What a name read again elsewhere in the text (the other OCR reading) is worth. */
+const REPEATED_BONUS = 1;
 
 // Words that end or make up business names in the receipts' languages (English, Malay).
 const BUSINESS_WORD =
@@ -34,7 +36,20 @@ export function cleanVendorName(line: string): string {
   const body = name.replace(/[^\p{L}\p{N})]+$/u, "");
   // Keep the period of an abbreviated legal form ("SDN. BHD.", "CO.", "INC.").
   const period = name.slice(body.length).startsWith(".") && /\b(bhd|inc|ltd|co|corp|llc|plc|pty)$/i.test(body);
-  return mendLegalForm((period ? `${body}.` : body).replace(/\s+/g, " ").trim());
+  return mendLegalForm(withoutStrayPunctuation((period ? `${body}.` : body).replace(/\s+/g, " ").trim()));
+}
+
+/**
+ * OCR reads specks beside a word as punctuation: a colon or semicolon inside a name
+ * ("Wellness: First Pharmacy") or a period after a whole word ("GUDANG. HASIL"; abbreviations
+ * such as "Co." or "Mr." are short) is dropped. An opened parenthesis whose closing one was
+ * lost before the legal form is closed again ("BAKERIES (KL SDN BHD").
+ */
+function withoutStrayPunctuation(name: string): string {
+  let out = name.replace(/(?<=\p{L}{2})[:;](?= \p{L})/gu, "").replace(/(?<=\b\p{L}{5,})\.(?= \p{L})/gu, "");
+  const open = (out.match(/\(/g) ?? []).length > (out.match(/\)/g) ?? []).length;
+  if (open) out = out.replace(/(\([\p{L}\p{N}. ]*?[\p{L}\p{N}]) (?=(sdn\.? ?bhd|s\/b|berhad|bhd)\b)/iu, "$1) ");
+  return out;
 }
 
 /** OCR's usual misreadings of Malaysian legal forms ("SON BHD", "SDM. BHD.", "5/B"). */
@@ -104,11 +119,16 @@ export function findVendor(lines: string[]): string | null {
     const named = NAMED_IN_SENTENCE.exec(line)?.[1];
     if (named && nameScore(named) > 1) return cleanVendorName(named);
   }
+  // An image's two OCR readings both print the name; logo noise seldom reads alike twice.
+  const key = (text: string) => cleanVendorName(text).toLowerCase().replace(/[^\p{L}\p{N}]/gu, "");
+  const seen = new Map<string, number>();
+  for (const line of lines) seen.set(key(line), (seen.get(key(line)) ?? 0) + 1);
   let best: { name: string; score: number } | null = null;
   for (let i = 0; i < Math.min(lines.length, LOOKED_AT); i++) {
     const line = withContinuation(lines, i);
     // Nearer the top is likelier; a business word can outweigh a few lines of distance.
-    const score = nameScore(line) - 0.6 * i;
+    const repeated = (seen.get(key(lines[i])) ?? 0) > 1 ? REPEATED_BONUS : 0;
+    const score = nameScore(line) - 0.6 * i + repeated;
     if (score > (best?.score ?? -Infinity)) best = { name: cleanVendorName(line), score };
   }
   return best && best.score > 1 ? best.name : null;
