@@ -51,6 +51,9 @@ export class S3Storage implements Storage {
       // (flexible, aws-chunked) ones.
       requestChecksumCalculation: "WHEN_REQUIRED",
       responseChecksumValidation: "WHEN_REQUIRED",
+      // A store that accepts connections and never answers must not hold an upload, a download
+      // or a job for ever: 5 s to connect, and a request silent for 30 s fails (and is retried).
+      requestHandler: { connectionTimeout: 5_000, requestTimeout: 30_000, throwOnRequestTimeout: true },
     });
   }
 
@@ -81,6 +84,8 @@ export class S3Storage implements Storage {
     } catch (e) {
       body.destroy();
       counted.destroy();
+      // The parts already sent are dropped, not left as an unfinished multipart upload.
+      await upload.abort().catch(() => {});
       throw e;
     }
     return { key, size };
