@@ -321,7 +321,7 @@ table app_public.ledger_events (row-level security, forced)
   CREATE INDEX ledger_events_amount_idx ON app_public.ledger_events USING btree (organization_id, functional_amount, id)
   CREATE INDEX ledger_events_category_idx ON app_public.ledger_events USING btree (organization_id, category_id, transaction_date)
   CREATE INDEX ledger_events_date_idx ON app_public.ledger_events USING btree (organization_id, transaction_date, id) INCLUDE (status, merchant_name, has_document, has_memo)
-  CREATE INDEX ledger_events_duplicate_idx ON app_public.ledger_events USING btree (organization_id, transaction_date, functional_amount)
+  CREATE INDEX ledger_events_duplicate_idx ON app_public.ledger_events USING btree (organization_id, functional_amount, transaction_date)
   CREATE INDEX ledger_events_import_batch_idx ON app_public.ledger_events USING btree (import_batch_id) WHERE (import_batch_id IS NOT NULL)
   CREATE INDEX ledger_events_journal_entry_idx ON app_public.ledger_events USING btree (journal_entry_id) WHERE (journal_entry_id IS NOT NULL)
   CREATE INDEX ledger_events_payment_idx ON app_public.ledger_events USING btree (organization_id, payment_account_id, transaction_date)
@@ -2228,16 +2228,18 @@ CREATE OR REPLACE FUNCTION app_private.receipt_candidates(receipt_id uuid)
  SET search_path TO 'pg_catalog', 'app_public', 'pg_temp'
 AS $function$
   with hits as (
-    -- Each reading's week, by the index on (organization, date, amount); an event near both
+    -- Each reading's week, by the index on (organization, amount, date); an event near both
     -- readings counts once, with the nearer.
     select distinct on (e.id) e.id, e.merchant_name, e.transaction_date, e.functional_amount, e.status,
            r.vendor_name, abs(e.transaction_date - d.reading) as dist, d.reading
       from app_public.receipts r
      cross join lateral unnest(r.date_readings) as d(reading)
-      join app_public.ledger_events e
-        on e.organization_id = r.organization_id
-       and e.transaction_date between d.reading - 3 and d.reading + 3
-       and e.functional_amount = abs(r.amount)
+     -- Per reading, so that amount and date both bound the index scan (offset 0 keeps it so).
+     cross join lateral (select * from app_public.ledger_events x
+                          where x.organization_id = r.organization_id
+                            and x.functional_amount = abs(r.amount)
+                            and x.transaction_date between d.reading - 3 and d.reading + 3
+                         offset 0) e
      where r.id = receipt_candidates.receipt_id
        and r.organization_id = app_public.current_organization_id()
        and r.amount is not null and r.amount <> 0
@@ -3017,13 +3019,18 @@ $function$
 
 CREATE OR REPLACE FUNCTION app_private.vendor_similarity(vendor text, merchant text)
  RETURNS real
- LANGUAGE sql
+ LANGUAGE plpgsql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-  select case when a = '' or b = '' then 0::real
-              else greatest(public.strict_word_similarity(a, b), public.strict_word_similarity(b, a)) end
-    from (select app_private.vendor_key(vendor) a, app_private.vendor_key(merchant) b) k
-$function$
+declare
+  -- PL/pgSQL: its statements are planned once per session (an SQL function with a FROM is not
+  -- inlined and was planned again for every candidate).
+  a text := app_private.vendor_key(vendor);
+  b text := app_private.vendor_key(merchant);
+begin
+  if a = '' or b = '' then return 0; end if;
+  return greatest(public.strict_word_similarity(a, b), public.strict_word_similarity(b, a));
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_public.account_balances(organization_id uuid)
