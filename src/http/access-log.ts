@@ -9,7 +9,8 @@ export function accessLog(req: Request, res: Response, next: NextFunction) {
     logger.info({
       requestId: res.locals.requestId,
       method: req.method,
-      path: req.path,
+      // A signed file URL is a credential for its lifetime: its token stays out of the log.
+      path: req.path.startsWith("/files/") ? "/files/…" : req.path,
       status: res.statusCode,
       ms: Number(process.hrtime.bigint() - start) / 1e6,
       caller: identity?.kind === "apiKey" ? `key:${identity.apiKeyId}` : identity?.kind === "user" ? `user:${identity.userId}` : undefined,

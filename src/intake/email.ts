@@ -24,6 +24,25 @@ export class ByteLimit extends Transform {
   }
 }
 
+/** A message the parser refuses (too many MIME parts, oversized headers, broken structure): sending it again cannot help. */
+export class MalformedMessage extends Error {}
+
+/**
+ * Messages parsed at once, SMTP and HTTP together: the parser holds a message's attachments in
+ * memory (up to 25 MiB each), so concurrency, not the number of connections, bounds memory.
+ */
+const MAX_PARSING = 3;
+let parsing = 0;
+const waiting: (() => void)[] = [];
+async function parsingSlot(): Promise<() => void> {
+  if (parsing >= MAX_PARSING) await new Promise<void>((resolve) => waiting.push(resolve));
+  parsing++;
+  return () => {
+    parsing--;
+    waiting.shift()?.();
+  };
+}
+
 export interface ParsedEmail {
   messageId: string | null;
   /** The From address. */
@@ -37,8 +56,17 @@ export interface ParsedEmail {
 
 /** Reads a raw MIME message (RFC 5322) into what intake needs. */
 export async function parseEmail(source: Readable | Buffer): Promise<ParsedEmail> {
-  // keepCidLinks: the HTML keeps its cid: references, which tell inline images apart.
-  const mail = await simpleParser(source, { keepCidLinks: true });
+  const release = await parsingSlot();
+  let mail;
+  try {
+    // keepCidLinks: the HTML keeps its cid: references, which tell inline images apart.
+    mail = await simpleParser(source, { keepCidLinks: true });
+  } catch (e) {
+    if (e instanceof MessageTooLarge) throw e;
+    throw new MalformedMessage(`The message could not be read: ${(e as Error).message}`);
+  } finally {
+    release();
+  }
   const html = typeof mail.html === "string" ? mail.html : "";
   const recipients = [
     ...addressesOf(mail.to), ...addressesOf(mail.cc),

@@ -8,6 +8,9 @@ import { keySegment, type Storage } from "../storage/index.js";
 // eslint-disable-next-line no-control-regex
 const FORBIDDEN_CONTROL = /[\u0000-\u0008\u000B\u000E-\u001F\u007F-\u009F]/g;
 
+/** Files of one message that may become receipts (an SMS carries at most 10). */
+export const MAX_PARTS = 20;
+
 /** One file of an intake message; its declared type is informative only (the bytes decide). */
 export interface IntakePart {
   filename: string;
@@ -67,7 +70,9 @@ export async function receiveIntake(owner: pg.Pool, storage: Storage, message: I
     else refused++;
   };
   try {
-    for (const part of message.parts) await store(part.filename, part.content);
+    // One message makes a handful of receipts at most: the rest are counted as refused.
+    for (const part of message.parts.slice(0, MAX_PARTS)) await store(part.filename, part.content);
+    refused += Math.max(0, message.parts.length - MAX_PARTS);
     // Control characters (other than tab and line breaks) would make the body no plain text.
     const text = message.text.replace(FORBIDDEN_CONTROL, "").trim();
     if (stored.length === 0 && text !== "") await store("message.txt", Buffer.from(text + "\n", "utf8"));

@@ -3,7 +3,7 @@ import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "s
 import type { Pools } from "../http/app.js";
 import { logger } from "../logger.js";
 import type { Storage } from "../storage/index.js";
-import { ByteLimit, EMAIL_MAX_BYTES, MessageTooLarge, parseEmail } from "./email.js";
+import { ByteLimit, EMAIL_MAX_BYTES, MalformedMessage, MessageTooLarge, parseEmail } from "./email.js";
 import { receiveIntake } from "./receive.js";
 import { intakeOrganization } from "./recipients.js";
 
@@ -11,6 +11,9 @@ export interface SmtpIntake {
   port: number;
   close(): Promise<void>;
 }
+
+/** Recipients of one message: an intake message names one address or a few. */
+const MAX_RECIPIENTS = 50;
 
 /** An SMTP reply: `responseCode` is what the client sees. */
 const smtpError = (responseCode: number, message: string) => Object.assign(new Error(message), { responseCode });
@@ -31,9 +34,10 @@ export async function startSmtpIntake(options: { port: number; host: string; poo
     disabledCommands: ["AUTH"],
     size: EMAIL_MAX_BYTES,
     logger: false,
-    maxClients: 50,
+    maxClients: 20,
     socketTimeout: 60_000,
-    onRcptTo(address, _session, callback) {
+    onRcptTo(address, session, callback) {
+      if (session.envelope.rcptTo.length >= MAX_RECIPIENTS) return callback(smtpError(452, "Too many recipients"));
       intakeOrganization(pools.owner, "email", [address.address]).then(
         (org) => callback(org ? null : smtpError(550, "No such intake address")),
         (err) => {
@@ -47,6 +51,7 @@ export async function startSmtpIntake(options: { port: number; host: string; poo
         (count) => callback(null, `Accepted: ${count} receipt(s)`),
         (err) => {
           if (err instanceof MessageTooLarge) return callback(smtpError(552, "Message exceeds fixed maximum message size"));
+          if (err instanceof MalformedMessage) return callback(smtpError(554, "Message could not be parsed"));
           logger.error({ err: { message: (err as Error).message } }, "smtp intake: delivery failed");
           callback(smtpError(451, "Temporary failure, try again later"));
         },

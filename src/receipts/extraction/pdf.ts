@@ -1,4 +1,5 @@
-import { extractText, getDocumentProxy, renderPageAsImage } from "unpdf";
+import { getDocumentProxy, renderPageAsImage } from "unpdf";
+import { MAX_IMAGE_PIXELS } from "./images.js";
 
 /** Scanned PDFs are OCR'd page by page; a receipt rarely runs past its first pages. */
 export const MAX_OCR_PAGES = 3;
@@ -10,16 +11,25 @@ export type PdfProxy = Awaited<ReturnType<typeof getDocumentProxy>>;
 
 export async function openPdf(bytes: Buffer): Promise<PdfProxy> {
   try {
-    // pdf.js takes ownership of the array it is given: hand it a copy.
-    return await getDocumentProxy(new Uint8Array(bytes));
+    // pdf.js takes ownership of the array it is given: hand it a copy. Images past 40 megapixels
+    // are not decoded (a tiny file can declare a gigapixel one).
+    return await getDocumentProxy(new Uint8Array(bytes), { maxImageSize: MAX_IMAGE_PIXELS });
   } catch (error) {
     throw new Error(`The PDF could not be read: ${error instanceof Error ? error.message : String(error)}`);
   }
 }
 
-/** The PDF's own text, or null when it has no text layer worth the name (a scan). */
+/** A receipt's text is on its first pages; a file of thousands of pages is not read to the end. */
+export const MAX_TEXT_PAGES = 20;
+
+/** The PDF's own text (its first pages), or null when it has no text layer worth the name (a scan). */
 export async function pdfTextLayer(pdf: PdfProxy): Promise<string | null> {
-  const { text } = await extractText(pdf, { mergePages: true });
+  const pages: string[] = [];
+  for (let n = 1; n <= Math.min(pdf.numPages, MAX_TEXT_PAGES); n++) {
+    const { items } = await (await pdf.getPage(n)).getTextContent();
+    pages.push(items.map((item) => ("str" in item ? item.str + (item.hasEOL ? "\n" : "") : "")).join(""));
+  }
+  const text = pages.join("\n");
   return text.replace(/\s+/g, "").length >= MIN_TEXT_LAYER ? text : null;
 }
 
@@ -31,11 +41,11 @@ const RENDER_WIDTH = 1700;
 export async function pdfPageImages(pdf: PdfProxy): Promise<Buffer[]> {
   const pages: Buffer[] = [];
   for (let page = 1; page <= Math.min(pdf.numPages, MAX_OCR_PAGES); page++) {
-    const { width } = (await pdf.getPage(page)).getViewport({ scale: 1 });
-    const png = await renderPageAsImage(pdf, page, {
-      canvasImport: () => import("@napi-rs/canvas"),
-      scale: Math.min(4, RENDER_WIDTH / Math.max(width, 1)),
-    });
+    const { width, height } = (await pdf.getPage(page)).getViewport({ scale: 1 });
+    const scale = Math.min(4, RENDER_WIDTH / Math.max(width, 1));
+    // A page far taller than wide would still render to a huge canvas: such a page is skipped.
+    if (width * height * scale * scale > MAX_IMAGE_PIXELS) continue;
+    const png = await renderPageAsImage(pdf, page, { canvasImport: () => import("@napi-rs/canvas"), scale });
     pages.push(Buffer.from(png));
   }
   return pages;
