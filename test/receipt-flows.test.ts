@@ -13,7 +13,7 @@ import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { S3Config } from "../src/config.js";
 import { startSmtpIntake, type SmtpIntake } from "../src/intake/smtp.js";
-import { closeOcr } from "../src/receipts/extraction/index.js";
+import { closeSandbox } from "../src/receipts/sandbox/index.js";
 import { createStorage } from "../src/storage/index.js";
 import { S3Storage } from "../src/storage/s3.js";
 import { tasksFor } from "../worker/tasks.js";
@@ -27,7 +27,7 @@ import { accountsOf, call, CREATE, GET } from "./ledger-fixtures.js";
  */
 const tmp = mkdtempSync(path.join(os.tmpdir(), "receipt-flows-"));
 afterAll(async () => {
-  await closeOcr();
+  await closeSandbox();
   rmSync(tmp, { recursive: true, force: true });
 });
 

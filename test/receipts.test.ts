@@ -4,7 +4,7 @@ import { runOnce } from "graphile-worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createStorage } from "../src/storage/index.js";
 import { taskList } from "../worker/tasks.js";
-import { closeOcr } from "../src/receipts/extraction/index.js";
+import { closeSandbox } from "../src/receipts/sandbox/index.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { accountsOf, call, CREATE, GET, UPDATE, type Accounts } from "./ledger-fixtures.js";
 
@@ -41,7 +41,7 @@ beforeAll(async () => {
   accounts = await accountsOf(h, t);
 });
 afterAll(async () => {
-  await closeOcr();
+  await closeSandbox();
   await h?.close();
 });
 

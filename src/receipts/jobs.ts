@@ -1,7 +1,7 @@
 import { buffer } from "node:stream/consumers";
 import type { JobHelpers } from "graphile-worker";
 import type { Storage } from "../storage/index.js";
-import { extractReceipt } from "./extraction/index.js";
+import { extractInSandbox } from "./sandbox/index.js";
 
 /**
  * The receipt jobs the database queues (migrations/fixtures/jobs/enqueue.sql): extraction when a
@@ -68,7 +68,7 @@ export async function runExtraction(helpers: JobHelpers, storage: Storage, p: Ex
   let extraction: Record<string, unknown>;
   try {
     const bytes = await buffer(await storage.get(receipt.object_key));
-    const read = await extractReceipt({ bytes, contentType: receipt.content_type, dateOrder: receipt.date_order });
+    const read = await extractInSandbox({ bytes, contentType: receipt.content_type, dateOrder: receipt.date_order });
     extraction = { ...read, text: storable(read.text), vendorName: storable(read.vendorName) };
   } catch (e) {
     if ((e as { permanent?: unknown }).permanent !== true && !lastAttempt) throw e;

@@ -1,6 +1,10 @@
 import { getDocumentProxy, renderPageAsImage } from "unpdf";
 import { MAX_IMAGE_PIXELS } from "./images.js";
 
+/** Images inside a PDF past this many pixels are not decoded: a page scanned at 300 dpi is about
+ * 8.4 megapixels, and a 36 KB file declaring three 36-megapixel images kept a reader busy 67 s. */
+export const MAX_PDF_IMAGE_PIXELS = 20_000_000;
+
 /** Scanned PDFs are OCR'd page by page; a receipt rarely runs past its first pages. */
 export const MAX_OCR_PAGES = 3;
 
@@ -11,9 +15,9 @@ export type PdfProxy = Awaited<ReturnType<typeof getDocumentProxy>>;
 
 export async function openPdf(bytes: Buffer): Promise<PdfProxy> {
   try {
-    // pdf.js takes ownership of the array it is given: hand it a copy. Images past 40 megapixels
-    // are not decoded (a tiny file can declare a gigapixel one).
-    return await getDocumentProxy(new Uint8Array(bytes), { maxImageSize: MAX_IMAGE_PIXELS });
+    // pdf.js takes ownership of the array it is given: hand it a copy. Oversized images are not
+    // decoded (a tiny file can declare a gigapixel one).
+    return await getDocumentProxy(new Uint8Array(bytes), { maxImageSize: MAX_PDF_IMAGE_PIXELS });
   } catch (error) {
     throw new Error(`The PDF could not be read: ${error instanceof Error ? error.message : String(error)}`);
   }
