@@ -1,10 +1,10 @@
 import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, statSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import pg from "pg";
 import { generateProcessorExport } from "../scripts/generate-processor-export.js";
-import { benchDatabase, benchServerUrl } from "./support.js";
+import { benchDatabase, benchServerUrl, memoryKb, processTree } from "./support.js";
 
 /**
  * `npm run bench -- processor-import [ROWS=100000] [ROWS…]`: the processor balance import end to
@@ -77,23 +77,4 @@ async function cli(url: string, args: string[]): Promise<{ stdout: string; secon
 }
 
 /** The largest VmHWM (kB) among a process and its descendants. */
-function treePeakKb(root: number): number {
-  const parents = new Map<number, number>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch { /* gone */ }
-  }
-  let peak = 0;
-  const visit = (pid: number) => {
-    try {
-      const hwm = /VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-      if (hwm) peak = Math.max(peak, Number(hwm[1]));
-    } catch { /* gone */ }
-    for (const [child, parent] of parents) if (parent === pid) visit(child);
-  };
-  visit(root);
-  return peak;
-}
+const treePeakKb = (root: number) => Math.max(0, ...processTree(root).map((pid) => memoryKb(pid, "VmHWM")));

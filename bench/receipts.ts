@@ -1,12 +1,12 @@
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { generateCorpus, type CorpusReceipt } from "../scripts/receipts/corpus.ts";
 import { closeOcr, extractReceipt } from "../src/receipts/extraction/index.js";
-import { benchDatabase, databaseUrl, startServer, withPlans } from "./support.ts";
+import { benchDatabase, databaseUrl, memoryKb, processTree, startServer, withPlans } from "./support.ts";
 
 /**
  * `npm run bench -- receipts [--skip-extraction] [--skip-upload] [--skip-matching] [--images N]
@@ -187,32 +187,9 @@ async function extraction(images: number, pdfs: number) {
 // 2. Upload
 
 /** VmRSS (kB) of each process of a tree. */
-function treeRss(root: number): Map<number, number> {
-  const parents = new Map<number, number>();
-  for (const entry of readdirSync("/proc")) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
-      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch { /* gone */ }
-  }
-  const rss = new Map<number, number>();
-  const visit = (pid: number) => {
-    try {
-      const m = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-      if (m) rss.set(pid, Number(m[1]));
-    } catch { /* gone */ }
-    for (const [child, parent] of parents) if (parent === pid) visit(child);
-  };
-  visit(root);
-  return rss;
-}
+const treeRss = (root: number) => new Map(processTree(root).map((pid) => [pid, memoryKb(pid, "VmRSS")]));
 
-function vmRssKb(pid: number): number {
-  try {
-    return Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
-  } catch { return 0; }
-}
+const vmRssKb = (pid: number) => memoryKb(pid, "VmRSS");
 
 /** Samples one process's VmRSS every 50 ms until stopped: the samples in MB. */
 function rssSampler(pid: number) {

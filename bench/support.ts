@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, readFileSync, readdirSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import autocannon from "autocannon";
@@ -114,5 +114,33 @@ export async function withPlans(dbUrl: string, identity: { apiKeyId: string; org
   } finally {
     await c.query("rollback").catch(() => undefined);
     await c.end();
+  }
+}
+
+/** A process and all its descendants (Linux /proc): a server and the children it started. */
+export function processTree(root: number): number[] {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      parents.set(Number(entry), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+    } catch { /* gone */ }
+  }
+  const tree: number[] = [];
+  const visit = (pid: number) => {
+    tree.push(pid);
+    for (const [child, parent] of parents) if (parent === pid) visit(child);
+  };
+  visit(root);
+  return tree;
+}
+
+/** A memory figure of a process in kB (VmRSS now, VmHWM its peak), 0 once it is gone. */
+export function memoryKb(pid: number, field: "VmRSS" | "VmHWM"): number {
+  try {
+    return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1] ?? 0);
+  } catch {
+    return 0;
   }
 }

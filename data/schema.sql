@@ -2563,6 +2563,17 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.store_upload_receipt(object_key text, filename text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare u app_public.uploads := app_private.upload_by_key(object_key);
+begin
+  return app_private.store_receipt(u.organization_id, 'web_upload', u.object_key,
+    coalesce(nullif(app_private.clean_text(filename), ''), u.filename), u.content_type, u.size, u.sha256);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.tax_code_json(t app_public.tax_codes)
  RETURNS jsonb
  LANGUAGE sql
@@ -3071,17 +3082,12 @@ CREATE OR REPLACE FUNCTION app_public.attach_receipt_to_event(organization_id uu
  LANGUAGE plpgsql
 AS $function$
 declare
-  u app_public.uploads;
   e app_public.ledger_events;
   r app_public.receipts;
-  stored jsonb;
 begin
   perform app_private.assert_org_access(organization_id, false);
-  u := app_private.upload_by_key(object_key);
-  stored := app_private.store_receipt(u.organization_id, 'web_upload', u.object_key,
-    coalesce(nullif(app_private.clean_text(filename), ''), u.filename), u.content_type, u.size, u.sha256);
   -- The receipt, then the event: the order every link takes its locks in.
-  r := app_private.receipt_for_update((stored->>'receiptId')::uuid);
+  r := app_private.receipt_for_update((app_private.store_upload_receipt(object_key, filename)->>'receiptId')::uuid);
   e := app_private.event_for_link(event_id);
   if r.event_id is not null and r.event_id <> e.id and r.linked_by = 'person' then
     perform app_private.fail('This file is already attached to another transaction; unlink it first.');
@@ -3365,14 +3371,10 @@ CREATE OR REPLACE FUNCTION app_public.create_receipt(organization_id uuid, objec
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
-declare
-  u app_public.uploads;
-  stored jsonb;
+declare stored jsonb;
 begin
   perform app_private.assert_org_access(organization_id, false);
-  u := app_private.upload_by_key(object_key);
-  stored := app_private.store_receipt(u.organization_id, 'web_upload', u.object_key,
-    coalesce(nullif(app_private.clean_text(filename), ''), u.filename), u.content_type, u.size, u.sha256);
+  stored := app_private.store_upload_receipt(object_key, filename);
   return jsonb_build_object('success', true, 'error', null, 'receiptId', stored->'receiptId', 'duplicate', stored->'duplicate',
     'receipt', app_private.receipt_json_by_id((stored->>'receiptId')::uuid));
 end $function$
