@@ -50,6 +50,8 @@ export interface Config {
   intakeSecret: string;
   /** Port of the SMTP intake listener; null: no listener (SMTP_PORT=off). */
   smtpPort: number | null;
+  /** Tenant-given hosts (mailboxes, cloud drives, webhooks) may be loopback: development and tests only. */
+  outboundAllowLoopback: boolean;
   /** What the operator should know about this configuration (the server logs them at start). */
   notices: string[];
 }
@@ -177,6 +179,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     fileUrlSecret: localSecret(dataDir, "file-url-secret", env.FILE_URL_SECRET).value,
     intakeSecret: intakeSecret.value,
     smtpPort: smtpPort(env),
+    outboundAllowLoopback: onOff(env, "OUTBOUND_ALLOW_LOOPBACK", false),
     notices,
   };
 }

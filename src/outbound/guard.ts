@@ -1,0 +1,87 @@
+import { lookup as dnsLookup } from "node:dns/promises";
+import type { LookupAddress } from "node:dns";
+import net from "node:net";
+import ipaddr from "ipaddr.js";
+
+/**
+ * The outbound guard (decisions §13): a host a tenant names (a mailbox server, a cloud-drive
+ * endpoint, a webhook URL) never makes the server connect into a private network, to itself, or
+ * to a cloud metadata service. The name is resolved here, every address it resolves to is
+ * checked, and the caller connects to the checked address (never resolving the name again, so a
+ * second answer cannot differ from the first). `OUTBOUND_ALLOW_LOOPBACK=1` lets development and
+ * tests reach loopback servers; nothing else is ever allowed but public unicast addresses.
+ */
+
+/** A refused destination: asking again cannot mend it. */
+export class OutboundRefused extends Error {
+  readonly permanent = true;
+}
+
+export interface OutboundOptions {
+  allowLoopback: boolean;
+  /** The resolver (tests stub it: they never send a packet to a private or public address). */
+  resolve?: (host: string) => Promise<LookupAddress[]>;
+}
+
+export interface CheckedAddress {
+  host: string;
+  address: string;
+  family: 4 | 6;
+}
+
+const systemResolve = (host: string) => dnsLookup(host, { all: true, verbatim: true });
+
+/** Why an address may not be reached, or null when it may (public unicast, or loopback when allowed). */
+export function refusalOf(address: string, allowLoopback: boolean): string | null {
+  if (!ipaddr.isValid(address)) return "is not an IP address";
+  let ip = ipaddr.parse(address);
+  // An IPv4 address written as IPv6 (::ffff:10.0.0.1) is judged as the IPv4 address it is.
+  if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+  const range = ip.range();
+  if (range === "unicast") return null;
+  if (range === "loopback" && allowLoopback) return null;
+  return `is a ${range} address`;
+}
+
+/**
+ * Resolves `host` and checks every address it has; the first is the one to connect to. A name
+ * with any forbidden address is refused whole (an attacker's name may answer both kinds).
+ */
+export async function checkOutbound(host: string, options: OutboundOptions): Promise<CheckedAddress> {
+  const name = host.trim().replace(/^\[(.*)\]$/, "$1").replace(/\.$/, "");
+  if (name === "") throw new OutboundRefused("No host was given.");
+  let answers: LookupAddress[];
+  if (net.isIP(name)) {
+    answers = [{ address: name, family: net.isIP(name) }];
+  } else {
+    try {
+      answers = await (options.resolve ?? systemResolve)(name);
+    } catch (e) {
+      throw new OutboundRefused(`The host ${name} could not be resolved (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}).`);
+    }
+    if (answers.length === 0) throw new OutboundRefused(`The host ${name} has no address.`);
+  }
+  for (const a of answers) {
+    const why = refusalOf(a.address, options.allowLoopback);
+    if (why) throw new OutboundRefused(`The host ${name} is not allowed: ${a.address} ${why}.`);
+  }
+  return { host: name, address: answers[0].address, family: answers[0].family === 6 ? 6 : 4 };
+}
+
+type LookupCallback = (err: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
+
+/**
+ * A `lookup` for `net.connect`, `tls.connect` and `http.request` that resolves through the guard:
+ * the socket connects only to an address that was checked.
+ */
+export function guardedLookup(options: OutboundOptions) {
+  return (hostname: string, lookupOptions: { all?: boolean } | number | undefined, callback: LookupCallback): void => {
+    checkOutbound(hostname, options).then(
+      (checked) => {
+        if (typeof lookupOptions === "object" && lookupOptions?.all) callback(null, [{ address: checked.address, family: checked.family }]);
+        else callback(null, checked.address, checked.family);
+      },
+      (err: Error) => callback(Object.assign(err, { code: "EOUTBOUNDREFUSED" }) as NodeJS.ErrnoException, ""),
+    );
+  };
+}
