@@ -1491,17 +1491,18 @@ AS $function$ select jsonb_build_object('id', i.id, 'addressType', i.address_typ
      'active', i.active, 'created', app_private.iso(i.created)) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.intake_organization(address_type text, addresses text[])
- RETURNS uuid
+CREATE OR REPLACE FUNCTION app_private.intake_organizations(address_type text, addresses text[])
+ RETURNS uuid[]
  LANGUAGE sql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app_public'
 AS $function$
-  select i.organization_id from app_public.intake_addresses i
-   where i.active and i.address_type = intake_organization.address_type
-     and i.address = any (select case when intake_organization.address_type = 'sms' then regexp_replace(a, '[^0-9]', '', 'g')
-                                      else lower(btrim(a)) end from unnest(addresses) a)
-   order by i.created limit 1
+  select coalesce(array_agg(o.organization_id order by o.first_created), '{}') from (
+    select i.organization_id, min(i.created) as first_created from app_public.intake_addresses i
+     where i.active and i.address_type = intake_organizations.address_type
+       and i.address = any (select case when intake_organizations.address_type = 'sms' then regexp_replace(a, '[^0-9]', '', 'g')
+                                        else lower(btrim(a)) end from unnest(addresses) a)
+     group by i.organization_id) o
 $function$
 -- grants: <owner>: EXECUTE
 

@@ -3,7 +3,7 @@ import express, { type NextFunction, type Request, type Response } from "express
 import type { Config } from "../config.js";
 import { ByteLimit, EMAIL_MAX_BYTES, MalformedMessage, MessageTooLarge, parseEmail } from "../intake/email.js";
 import { receiveIntake, type IntakePart } from "../intake/receive.js";
-import { intakeOrganization } from "../intake/recipients.js";
+import { intakeOrganizations } from "../intake/recipients.js";
 import type { Storage } from "../storage/index.js";
 import type { Pools } from "./app.js";
 import { sendError, sendInternalError, stopReading } from "./rest.js";
@@ -58,12 +58,8 @@ async function receiveEmail(req: Request, res: Response, pools: Pools, storage: 
     throw e;
   }
   // Each organization one of whose addresses the message names gets it once, as over SMTP.
-  const organizations = new Set<string>();
-  for (const address of mail.recipients.slice(0, 100)) {
-    const org = await intakeOrganization(pools.owner, "email", [address]);
-    if (org) organizations.add(org);
-  }
-  if (organizations.size === 0) return sendError(res, "No recipient is an active intake address.", "NOT_FOUND");
+  const organizations = await intakeOrganizations(pools.owner, "email", mail.recipients.slice(0, 100));
+  if (organizations.length === 0) return sendError(res, "No recipient is an active intake address.", "NOT_FOUND");
   const results = [];
   for (const organizationId of organizations) {
     results.push(await receiveIntake(pools.owner, storage, {
@@ -77,7 +73,7 @@ class BadSms extends Error {}
 
 async function receiveSms(req: Request, res: Response, pools: Pools, storage: Storage): Promise<void> {
   const sms = readSms(req.body);
-  const organizationId = await intakeOrganization(pools.owner, "sms", [sms.to]);
+  const [organizationId] = await intakeOrganizations(pools.owner, "sms", [sms.to]);
   if (!organizationId) return sendError(res, "No recipient is an active intake address.", "NOT_FOUND");
   const result = await receiveIntake(pools.owner, storage, { organizationId, channel: "sms", ...sms });
   res.status(202).json({ receiptIds: result.receiptIds, duplicate: result.duplicate });

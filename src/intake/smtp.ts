@@ -5,7 +5,7 @@ import { logger } from "../logger.js";
 import type { Storage } from "../storage/index.js";
 import { ByteLimit, EMAIL_MAX_BYTES, MalformedMessage, MessageTooLarge, parseEmail } from "./email.js";
 import { receiveIntake } from "./receive.js";
-import { intakeOrganization } from "./recipients.js";
+import { intakeOrganizations } from "./recipients.js";
 
 export interface SmtpIntake {
   port: number;
@@ -38,8 +38,8 @@ export async function startSmtpIntake(options: { port: number; host: string; poo
     socketTimeout: 60_000,
     onRcptTo(address, session, callback) {
       if (session.envelope.rcptTo.length >= MAX_RECIPIENTS) return callback(smtpError(452, "Too many recipients"));
-      intakeOrganization(pools.owner, "email", [address.address]).then(
-        (org) => callback(org ? null : smtpError(550, "No such intake address")),
+      intakeOrganizations(pools.owner, "email", [address.address]).then(
+        (orgs) => callback(orgs.length > 0 ? null : smtpError(550, "No such intake address")),
         (err) => {
           logger.error({ err: { message: (err as Error).message } }, "smtp intake: recipient lookup failed");
           callback(smtpError(451, "Temporary failure, try again later"));
@@ -75,11 +75,7 @@ export async function startSmtpIntake(options: { port: number; host: string; poo
     }
     if (stream.sizeExceeded) throw new MessageTooLarge();
     // The envelope decides where mail goes (the headers may name anyone); each organization once.
-    const orgs = new Set<string>();
-    for (const rcpt of session.envelope.rcptTo) {
-      const org = await intakeOrganization(pools.owner, "email", [rcpt.address]);
-      if (org) orgs.add(org);
-    }
+    const orgs = await intakeOrganizations(pools.owner, "email", session.envelope.rcptTo.map((r) => r.address));
     const sender = session.envelope.mailFrom ? session.envelope.mailFrom.address : parsed.sender;
     let count = 0;
     for (const organizationId of orgs) {
