@@ -1491,6 +1491,22 @@ AS $function$ select jsonb_build_object('id', i.id, 'addressType', i.address_typ
      'active', i.active, 'created', app_private.iso(i.created)) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.intake_message_key(message_id text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select nullif(left(btrim(message_id), 998), '') $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.intake_message_seen(organization_id uuid, channel text, message_id text)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$ select exists (select 1 from app_public.intake_messages m
+     where m.organization_id = intake_message_seen.organization_id and m.channel = intake_message_seen.channel
+       and m.message_id = app_private.intake_message_key(intake_message_seen.message_id)) $function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.intake_organizations(address_type text, addresses text[])
  RETURNS uuid[]
  LANGUAGE sql
@@ -2325,7 +2341,7 @@ declare v_id uuid;
 begin
   perform app_private.scope_organization(organization_id);
   insert into app_public.intake_messages (organization_id, channel, message_id, sender)
-    values (organization_id, channel, coalesce(nullif(left(btrim(message_id), 998), ''), 'generated:' || gen_random_uuid()),
+    values (organization_id, channel, coalesce(app_private.intake_message_key(message_id), 'generated:' || gen_random_uuid()),
             left(coalesce(sender, ''), 998))
     on conflict on constraint intake_messages_message_key do nothing
     returning id into v_id;

@@ -49,10 +49,9 @@ export async function receiveIntake(owner: pg.Pool, storage: Storage, message: I
   const org = message.organizationId;
   // A message seen before is answered without storing anything (the transaction below decides).
   if (message.messageId !== null) {
-    const { rowCount } = await owner.query(
-      "select 1 from app_public.intake_messages where organization_id = $1 and channel = $2 and message_id = $3",
-      [org, message.channel, message.messageId]);
-    if (rowCount) return { receiptIds: [], duplicate: true, refused: 0 };
+    const { rows: [{ seen }] } = await owner.query<{ seen: boolean }>(
+      "select app_private.intake_message_seen($1, $2, $3) as seen", [org, message.channel, message.messageId]);
+    if (seen) return { receiptIds: [], duplicate: true, refused: 0 };
   }
   const stored: { key: string; filename: string; file: StoredFile }[] = [];
   const removeStored = (keys: string[]) => Promise.all(keys.map((k) => storage.delete(k).catch(() => {})));
