@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import { secretsKeyOf } from "./secrets/sealed-box.js";
 
 /**
  * Everything the service reads from the environment, with safe local defaults (decisions §1).
@@ -52,6 +53,12 @@ export interface Config {
   smtpPort: number | null;
   /** Tenant-given hosts (mailboxes, cloud drives, webhooks) may be loopback: development and tests only. */
   outboundAllowLoopback: boolean;
+  /** Seals mailbox passwords and cloud-drive secret keys (AES-256-GCM): SECRETS_KEY, 32 bytes. */
+  secretsKey: Buffer;
+  /** How often each connected mailbox is scanned, in seconds (MAILBOX_SCAN_INTERVAL). */
+  mailboxScanIntervalSeconds: number;
+  /** How often each connected cloud-drive folder is scanned, in seconds (CLOUD_DRIVE_SCAN_INTERVAL). */
+  cloudDriveScanIntervalSeconds: number;
   /** What the operator should know about this configuration (the server logs them at start). */
   notices: string[];
 }
@@ -127,6 +134,16 @@ function smtpPort(env: NodeJS.ProcessEnv): number | null {
   return wholeNumber(env, "SMTP_PORT", 2525, 0);
 }
 
+/** A duration such as 15m, 900s or 1h (a bare number is minutes), in seconds: at least a minute (the scans' cron runs each minute). */
+function minutes(env: NodeJS.ProcessEnv, name: string, fallbackMinutes: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallbackMinutes * 60;
+  const m = /^(\d+)\s*(s|m|h)?$/i.exec(raw.trim());
+  const seconds = m ? Number(m[1]) * ({ s: 1, m: 60, h: 3600 } as Record<string, number>)[(m[2] ?? "m").toLowerCase()] : NaN;
+  if (!(seconds >= 60)) throw new Error(`${name} must be a duration of at least a minute, such as 15m, 900s or 1h; got "${raw}".`);
+  return seconds;
+}
+
 function wholeNumber(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 1): number {
   const raw = env[name];
   if (raw === undefined || raw === "") return fallback;
@@ -151,6 +168,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (intakeSecret.generatedIn) {
     notices.push(`INTAKE_SECRET is not set: using a generated secret kept in ${intakeSecret.generatedIn}. Set INTAKE_SECRET in production.`);
   }
+  const secretsKey = localSecret(dataDir, "secrets-key", env.SECRETS_KEY);
+  if (secretsKey.generatedIn) {
+    notices.push(`SECRETS_KEY is not set: using a generated key kept in ${secretsKey.generatedIn}. Set SECRETS_KEY in production, and keep it: sealed mailbox passwords cannot be read without it.`);
+  }
+  const mailboxScanIntervalSeconds = minutes(env, "MAILBOX_SCAN_INTERVAL", 15);
   const port = wholeNumber(env, "PORT", 5678, 0); // 0: any free port
   const host = env.HOST ?? "127.0.0.1";
   return {
@@ -180,6 +202,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     intakeSecret: intakeSecret.value,
     smtpPort: smtpPort(env),
     outboundAllowLoopback: onOff(env, "OUTBOUND_ALLOW_LOOPBACK", false),
+    secretsKey: secretsKeyOf(secretsKey.value),
+    mailboxScanIntervalSeconds,
+    cloudDriveScanIntervalSeconds: env.CLOUD_DRIVE_SCAN_INTERVAL ? minutes(env, "CLOUD_DRIVE_SCAN_INTERVAL", 15) : mailboxScanIntervalSeconds,
     notices,
   };
 }
