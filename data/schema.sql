@@ -111,6 +111,21 @@ table app_public.category_rules (row-level security, forced)
   CREATE UNIQUE INDEX category_rules_pkey ON app_public.category_rules USING btree (id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: DELETE, SELECT
 
+table app_public.cloud_drive_objects (row-level security, forced)
+  column organization_id uuid not null
+  column receipt_source_id uuid not null
+  column object_key text not null
+  column etag text not null
+  column outcome text not null
+  column read_at timestamp with time zone not null default now()
+  constraint cloud_drive_objects_etag_check CHECK ((length(etag) <= 200))
+  constraint cloud_drive_objects_object_key_check CHECK (((length(object_key) >= 1) AND (length(object_key) <= 1024)))
+  constraint cloud_drive_objects_outcome_check CHECK ((outcome = ANY (ARRAY['created'::text, 'duplicate'::text, 'refused'::text])))
+  constraint cloud_drive_objects_pkey PRIMARY KEY (receipt_source_id, object_key)
+  constraint cloud_drive_objects_source_fkey FOREIGN KEY (organization_id, receipt_source_id) REFERENCES app_public.receipt_sources(organization_id, id) ON DELETE CASCADE
+  CREATE UNIQUE INDEX cloud_drive_objects_pkey ON app_public.cloud_drive_objects USING btree (receipt_source_id, object_key)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: DELETE, SELECT
+
 table app_public.contacts (row-level security, forced)
   column id uuid not null default gen_random_uuid()
   column organization_id uuid not null  grants: accounting_visitor: INSERT
@@ -370,6 +385,34 @@ table app_public.rate_limit_windows (row-level security, forced)
   CREATE UNIQUE INDEX rate_limit_windows_pkey ON app_public.rate_limit_windows USING btree (api_key_id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
 
+table app_public.receipt_sources (row-level security, forced)
+  column id uuid not null default app_private.uuid_v7()  grants: accounting_visitor: SELECT
+  column organization_id uuid not null  grants: accounting_visitor: INSERT, SELECT
+  column kind text not null  grants: accounting_visitor: INSERT, SELECT
+  column settings jsonb not null  grants: accounting_visitor: INSERT, SELECT
+  column secret_sealed text not null  grants: accounting_visitor: INSERT
+  column status text not null default 'connected'::text  grants: accounting_visitor: SELECT
+  column last_error text  grants: accounting_visitor: SELECT
+  column last_scanned_at timestamp with time zone  grants: accounting_visitor: SELECT
+  column failures integer not null default 0
+  column next_scan_at timestamp with time zone not null default now()
+  column cursor jsonb not null default '{}'::jsonb
+  column created timestamp with time zone not null default now()  grants: accounting_visitor: SELECT
+  constraint receipt_sources_failures_check CHECK ((failures >= 0))
+  constraint receipt_sources_kind_check CHECK ((kind = ANY (ARRAY['mailbox'::text, 'cloud_drive'::text])))
+  constraint receipt_sources_last_error_check CHECK ((length(last_error) <= 2000))
+  constraint receipt_sources_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint receipt_sources_organization_id_id_key UNIQUE (organization_id, id)
+  constraint receipt_sources_pkey PRIMARY KEY (id)
+  constraint receipt_sources_secret_sealed_check CHECK ((secret_sealed ~ '^v1:'::text))
+  constraint receipt_sources_settings_check CHECK ((jsonb_typeof(settings) = 'object'::text))
+  constraint receipt_sources_status_check CHECK ((status = ANY (ARRAY['connected'::text, 'error'::text])))
+  CREATE INDEX receipt_sources_due_idx ON app_public.receipt_sources USING btree (next_scan_at)
+  CREATE UNIQUE INDEX receipt_sources_organization_id_id_key ON app_public.receipt_sources USING btree (organization_id, id)
+  CREATE UNIQUE INDEX receipt_sources_pkey ON app_public.receipt_sources USING btree (id)
+  CREATE UNIQUE INDEX receipt_sources_settings_key ON app_public.receipt_sources USING btree (organization_id, kind, md5((settings)::text))
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: DELETE
+
 table app_public.receipt_unlinked_pairs (row-level security, forced)
   column organization_id uuid not null
   column receipt_id uuid not null
@@ -616,6 +659,31 @@ begin
   end;
   return app_private.membership_json(m, u);
 end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.add_receipt_source(organization_id uuid, kind text, settings jsonb, secret_sealed text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare v_id uuid; v_created timestamptz;
+begin
+  begin
+    insert into app_public.receipt_sources (organization_id, kind, settings, secret_sealed)
+      values (add_receipt_source.organization_id, kind, settings, secret_sealed)
+      returning receipt_sources.id, receipt_sources.created into v_id, v_created;
+  exception when unique_violation then
+    perform app_private.fail(format('This %s is already connected.', lower(app_private.source_noun(kind))));
+  end;
+  -- Its first scan runs now.
+  perform app_private.queue_source_scan(add_receipt_source.organization_id, v_id);
+  return app_private.receipt_source_json(v_id, settings, 'connected', null, null, v_created);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.advance_source_cursor(receipt_source_id uuid, cursor jsonb)
+ RETURNS void
+ LANGUAGE sql
+AS $function$ update app_public.receipt_sources s set cursor = advance_source_cursor.cursor where s.id = receipt_source_id $function$
 -- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.api_key_json(id uuid, label text, prefix text, created timestamp with time zone, last_used_at timestamp with time zone, revoked_at timestamp with time zone)
@@ -1119,6 +1187,70 @@ CREATE OR REPLACE FUNCTION app_private.clean_text(t text)
 AS $function$ select btrim(normalize(t, NFC)) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.cloud_drive_settings(organization_id uuid, endpoint text, bucket text, prefix text, access_key_id text, region text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_endpoint text := rtrim(lower(nullif(app_private.clean_text(endpoint), '')), '/');
+  v_bucket text := app_private.clean_text(bucket);
+  v_prefix text := ltrim(coalesce(app_private.clean_text(prefix), ''), '/');
+  v_key text := app_private.clean_text(access_key_id);
+  v_region text := coalesce(nullif(lower(app_private.clean_text(region)), ''), 'us-east-1');
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  if v_endpoint is not null and (length(v_endpoint) > 300 or v_endpoint !~ '^https?://[a-z0-9.:\[\]-]+$') then
+    perform app_private.fail('Endpoint must be an http(s) URL of a host, such as https://s3.example.com.');
+  end if;
+  if v_bucket is null or v_bucket !~ '^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$' then
+    perform app_private.fail('Bucket must be 3 to 63 lower-case letters, digits, dots or hyphens.');
+  end if;
+  if length(v_prefix) > 1024 or v_prefix ~ '[[:cntrl:]]' then
+    perform app_private.fail('Prefix must be at most 1024 characters, without control characters.');
+  end if;
+  if v_key is null or v_key !~ '^[[:graph:]]{1,128}$' then
+    perform app_private.fail('Access key id must be 1 to 128 characters without spaces.');
+  end if;
+  if v_region !~ '^[a-z0-9-]{1,50}$' then perform app_private.fail('Region must look like us-east-1.'); end if;
+  return jsonb_build_object('endpoint', v_endpoint, 'bucket', v_bucket, 'prefix', v_prefix, 'region', v_region,
+    'accessKeyId', v_key);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.cloud_drive_unread(receipt_source_id uuid, object_keys text[], etags text[])
+ RETURNS SETOF integer
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select l.n::integer from unnest(object_keys, etags) with ordinality l (object_key, etag, n)
+   where not exists (select 1 from app_public.cloud_drive_objects o
+                      where o.receipt_source_id = cloud_drive_unread.receipt_source_id
+                        and o.object_key = l.object_key and o.etag = l.etag)
+   order by l.n
+$function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.connect_cloud_drive(organization_id uuid, endpoint text, bucket text, prefix text, access_key_id text, region text, secret_access_key_sealed text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+begin
+  return jsonb_build_object('success', true, 'error', null, 'cloudDrive', app_private.add_receipt_source(organization_id, 'cloud_drive',
+    app_private.cloud_drive_settings(organization_id, endpoint, bucket, prefix, access_key_id, region), secret_access_key_sealed));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.connect_mailbox(organization_id uuid, host text, port integer, secure boolean, username text, folder text, password_sealed text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+begin
+  return jsonb_build_object('success', true, 'error', null, 'mailbox', app_private.add_receipt_source(organization_id, 'mailbox',
+    app_private.mailbox_settings(organization_id, host, port, secure, username, folder), password_sealed));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.contact_balances(org uuid)
  RETURNS TABLE(contact_id uuid, balance numeric)
  LANGUAGE sql
@@ -1310,6 +1442,20 @@ CREATE OR REPLACE FUNCTION app_private.direction_for(event_type text)
 AS $function$ select case event_type when 'income' then 'in' else 'out' end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.disconnect_receipt_source(organization_id uuid, kind text, receipt_source_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  delete from app_public.receipt_sources s
+   where s.organization_id = disconnect_receipt_source.organization_id and s.kind = disconnect_receipt_source.kind
+     and s.id = receipt_source_id;
+  if not found then perform app_private.fail(app_private.source_noun(kind) || ' not found.', 'AP404'); end if;
+  return jsonb_build_object('success', true, 'error', null);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.duplicate_check_json(row_index integer, is_duplicate boolean, is_possible_duplicate boolean, matching_event_id uuid)
  RETURNS jsonb
  LANGUAGE sql
@@ -1353,6 +1499,23 @@ CREATE OR REPLACE FUNCTION app_private.field_of(message text, fallback text)
  IMMUTABLE PARALLEL SAFE
 AS $function$ select coalesce(nullif(substring(message from '^(.+?) must '), ''), fallback) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.finish_source_scan(receipt_source_id uuid, error text, scan_interval interval, more boolean)
+ RETURNS void
+ LANGUAGE sql
+AS $function$
+  update app_public.receipt_sources s
+     set status = case when error is null then 'connected' else 'error' end,
+         last_error = left(error, 2000),
+         last_scanned_at = now(),
+         failures = case when error is null then 0 else s.failures + 1 end,
+         next_scan_at = case
+           when error is not null then now() + least(interval '1 minute' * power(2, least(s.failures, 20)), interval '6 hours')
+           when more then now()
+           else now() + scan_interval end
+   where s.id = receipt_source_id
+$function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.import_bank_statement(org uuid, payment_account_id uuid, currency text, rows jsonb, file_name text DEFAULT NULL::text)
  RETURNS jsonb
@@ -1611,6 +1774,74 @@ begin
   update app_public.receipts x set event_id = e.id, linked_by = 'person', linked_at = now(), status = 'reviewed',
          match_status = 'matched', receipt_date = coalesce(app_private.reading_nearest(x.date_readings, e.transaction_date), x.receipt_date)
    where x.id = r.id;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.list_receipt_sources(organization_id uuid, kind text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  return coalesce((select jsonb_agg(app_private.receipt_source_json(s.id, s.settings, s.status, s.last_error, s.last_scanned_at, s.created)
+                                    order by s.created, s.id)
+    from app_public.receipt_sources s
+   where s.organization_id = list_receipt_sources.organization_id and s.kind = list_receipt_sources.kind), '[]'::jsonb);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.list_source_scans(organization_id uuid, "limit" integer DEFAULT 50)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select coalesce(jsonb_agg(x.scan order by x.started_at desc, x.id desc), '[]'::jsonb) from (
+    select r.id, r.started_at, jsonb_build_object(
+             'scanId', r.job_id, 'attempt', r.attempt, 'kind', case r.job_name when 'scan_mailbox' then 'mailbox' else 'cloud_drive' end,
+             'receiptSourceId', r.payload->>'receiptSourceId',
+             'source', case s.kind
+               when 'mailbox' then (s.settings->>'username') || '@' || (s.settings->>'host') || '/' || (s.settings->>'folder')
+               when 'cloud_drive' then (s.settings->>'bucket') || '/' || (s.settings->>'prefix') end,
+             'status', r.status,
+             'scanned', (r.result->>'scanned')::integer, 'created', (r.result->>'created')::integer,
+             'duplicates', (r.result->>'duplicates')::integer, 'refused', (r.result->>'refused')::integer,
+             'skipped', (r.result->>'skipped')::integer, 'error', r.error,
+             'startedAt', app_private.iso(r.started_at), 'finishedAt', app_private.iso(r.finished_at)) as scan
+      from app_private.job_results r
+      left join app_public.receipt_sources s on s.id::text = r.payload->>'receiptSourceId'
+     where r.organization_id = list_source_scans.organization_id and r.job_name in ('scan_mailbox', 'scan_cloud_drive')
+     order by r.started_at desc, r.id desc
+     limit greatest(1, least(coalesce("limit", 50), 1000))) x
+$function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.mailbox_settings(organization_id uuid, host text, port integer, secure boolean, username text, folder text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_host text := rtrim(lower(app_private.clean_text(host)), '.');
+  v_secure boolean := coalesce(secure, true);
+  v_port integer := coalesce(port, case when coalesce(secure, true) then 993 else 143 end);
+  v_username text := app_private.clean_text(username);
+  v_folder text := coalesce(nullif(app_private.clean_text(folder), ''), 'INBOX');
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  if v_host is null or v_host = '' then perform app_private.fail('Host is required.'); end if;
+  if length(v_host) > 253 or v_host !~ '^([a-z0-9]([a-z0-9-]*[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]*[a-z0-9])?$|^\[?[0-9a-f:.]+\]?$' then
+    perform app_private.fail('Host must be a host name or an IP address.');
+  end if;
+  if v_port not between 1 and 65535 then perform app_private.fail('Port must be between 1 and 65535.'); end if;
+  if v_username is null or v_username = '' then perform app_private.fail('Username is required.'); end if;
+  if length(v_username) > 320 or v_username ~ '[[:cntrl:]]' then
+    perform app_private.fail('Username must be at most 320 characters, without control characters.');
+  end if;
+  if length(v_folder) > 255 or v_folder ~ '[[:cntrl:]]' then
+    perform app_private.fail('Folder must be at most 255 characters, without control characters.');
+  end if;
+  return jsonb_build_object('host', v_host, 'port', v_port, 'secure', v_secure, 'username', v_username, 'folder', v_folder);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -2184,6 +2415,28 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.queue_due_source_scans(mailbox_interval interval, cloud_drive_interval interval)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare v_count integer;
+begin
+  with due as (
+    select s.id, s.organization_id from app_public.receipt_sources s
+     where s.next_scan_at <= now()
+     order by s.next_scan_at
+     for update skip locked
+  ), claimed as (
+    update app_public.receipt_sources s
+       set next_scan_at = now() + case s.kind when 'mailbox' then mailbox_interval else cloud_drive_interval end
+      from due where s.id = due.id
+    returning s.id, s.organization_id
+  )
+  select count(app_private.queue_source_scan(c.organization_id, c.id)) into v_count from claimed c;
+  return v_count;
+end $function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.queue_receipt_extraction(org uuid, receipt_id uuid)
  RETURNS void
  LANGUAGE plpgsql
@@ -2207,6 +2460,25 @@ begin
   perform app_private.check_job_organization(org);
   perform graphile_worker.add_job('match_receipts', json_build_object('organizationId', org, 'receiptIds', receipt_ids,
     'amounts', (select array_agg(a::text) from unnest(amounts) a)), max_attempts => 10);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.queue_source_scan(organization_id uuid, receipt_source_id uuid)
+ RETURNS text
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare v_kind text; v_job bigint;
+begin
+  perform app_private.check_job_organization(organization_id);
+  select s.kind into v_kind from app_public.receipt_sources s
+   where s.organization_id = queue_source_scan.organization_id and s.id = receipt_source_id;
+  if v_kind is null then return null; end if;
+  select j.id into v_job from graphile_worker.add_job(app_private.source_scan_task(v_kind),
+    json_build_object('organizationId', organization_id, 'receiptSourceId', receipt_source_id),
+    queue_name => v_kind || ':' || receipt_source_id, job_key => 'scan:' || receipt_source_id, max_attempts => 3) j;
+  return v_job::text;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -2333,6 +2605,27 @@ CREATE OR REPLACE FUNCTION app_private.receipt_match_thresholds(OUT min_similari
 AS $function$ select 0.35::real, 0.15::real $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.receipt_source_json(id uuid, settings jsonb, status text, last_error text, last_scanned_at timestamp with time zone, created timestamp with time zone)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select settings || jsonb_build_object('id', id, 'status', status, 'lastError', last_error,
+     'lastScannedAt', app_private.iso(last_scanned_at), 'created', app_private.iso(created)) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.receive_cloud_drive_object(organization_id uuid, receipt_source_id uuid, drive_key text, etag text, object_key text, filename text, content_type text, size bigint, sha256 text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare v_result jsonb;
+begin
+  v_result := app_private.receive_receipt(organization_id, 'cloud_drive', object_key, filename, content_type, size, sha256);
+  perform app_private.record_cloud_drive_object(organization_id, receipt_source_id, drive_key, etag,
+    case when (v_result->>'duplicate')::boolean then 'duplicate' else 'created' end);
+  return v_result;
+end $function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.receive_intake_message(organization_id uuid, channel text, message_id text, sender text)
  RETURNS uuid
  LANGUAGE plpgsql
@@ -2360,6 +2653,16 @@ begin
   end if;
   return app_private.store_receipt(organization_id, source, object_key, filename, content_type, size, sha256, intake_message_id);
 end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.record_cloud_drive_object(organization_id uuid, receipt_source_id uuid, object_key text, etag text, outcome text)
+ RETURNS void
+ LANGUAGE sql
+AS $function$
+  insert into app_public.cloud_drive_objects as o (organization_id, receipt_source_id, object_key, etag, outcome)
+    values (organization_id, receipt_source_id, object_key, left(etag, 200), outcome)
+  on conflict (receipt_source_id, object_key) do update set etag = excluded.etag, outcome = excluded.outcome, read_at = now()
+$function$
 -- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.record_job_result(job_name text, job_id text, attempt integer, organization_id uuid, payload jsonb, status text, result jsonb, error text, started_at timestamp with time zone)
@@ -2544,6 +2847,29 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.source_for_scan(receipt_source_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select jsonb_build_object('organizationId', s.organization_id, 'kind', s.kind, 'settings', s.settings,
+     'secretSealed', s.secret_sealed, 'cursor', s.cursor)
+     from app_public.receipt_sources s where s.id = receipt_source_id $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.source_noun(kind text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select case kind when 'mailbox' then 'Mailbox' else 'Cloud drive' end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.source_scan_task(kind text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select case kind when 'mailbox' then 'scan_mailbox' when 'cloud_drive' then 'scan_cloud_drive' end $function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.statement_candidates(org uuid, payment_account uuid, days date[], amounts numeric[])
  RETURNS TABLE(id uuid, transaction_date date, functional_amount numeric, direction text, merchant_name text, reference text, created timestamp with time zone)
  LANGUAGE sql
@@ -2588,6 +2914,23 @@ declare u app_public.uploads := app_private.upload_by_key(object_key);
 begin
   return app_private.store_receipt(u.organization_id, 'web_upload', u.object_key,
     coalesce(nullif(app_private.clean_text(filename), ''), u.filename), u.content_type, u.size, u.sha256);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.sync_receipt_source(organization_id uuid, kind text, receipt_source_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare v_scan text;
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  if not exists (select 1 from app_public.receipt_sources s
+                  where s.organization_id = sync_receipt_source.organization_id and s.kind = sync_receipt_source.kind
+                    and s.id = receipt_source_id) then
+    perform app_private.fail(app_private.source_noun(kind) || ' not found.', 'AP404');
+  end if;
+  v_scan := app_private.queue_source_scan(organization_id, receipt_source_id);
+  return jsonb_build_object('success', true, 'error', null, 'scanId', v_scan);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -3497,6 +3840,18 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.disconnect_cloud_drive(organization_id uuid, cloud_drive_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+AS $function$ select app_private.disconnect_receipt_source(organization_id, 'cloud_drive', cloud_drive_id) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.disconnect_mailbox(organization_id uuid, mailbox_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+AS $function$ select app_private.disconnect_receipt_source(organization_id, 'mailbox', mailbox_id) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.get_ledger_event(organization_id uuid, event_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -3718,6 +4073,13 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.list_cloud_drives(organization_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select app_private.list_receipt_sources(organization_id, 'cloud_drive') $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.list_contacts(organization_id uuid, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer, search text DEFAULT NULL::text, sort_by text DEFAULT NULL::text, sort_dir text DEFAULT NULL::text, contact_type text DEFAULT NULL::text, active boolean DEFAULT NULL::boolean)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -3890,6 +4252,13 @@ begin
           v_pattern, v_limit, v_offset;
   return jsonb_build_object('items', v_items, 'totalCount', v_total, 'pageSize', v_limit, 'offset', v_offset);
 end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.list_mailboxes(organization_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select app_private.list_receipt_sources(organization_id, 'mailbox') $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_public.list_members(organization_id uuid)
@@ -4121,6 +4490,18 @@ begin
   perform app_private.assert_org_access(organization_id, true);
   return jsonb_build_object('success', true, 'error', null, 'apiKey', app_private.revoke_api_key(organization_id, api_key_id));
 end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.sync_cloud_drive(organization_id uuid, cloud_drive_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+AS $function$ select app_private.sync_receipt_source(organization_id, 'cloud_drive', cloud_drive_id) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.sync_mailbox(organization_id uuid, mailbox_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+AS $function$ select app_private.sync_receipt_source(organization_id, 'mailbox', mailbox_id) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_public.unlink_receipt(organization_id uuid, receipt_id uuid)
@@ -4510,6 +4891,10 @@ policy category_rules_tenant on app_public.category_rules for all to public
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
 
+policy cloud_drive_objects_tenant on app_public.cloud_drive_objects for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
 policy contacts_tenant on app_public.contacts for all to public
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
@@ -4560,6 +4945,10 @@ policy organizations_tenant on app_public.organizations for all to public
 
 policy rate_limit_windows_tenant on app_public.rate_limit_windows for all to public
   using (organization_id = app_public.current_organization_id());
+
+policy receipt_sources_tenant on app_public.receipt_sources for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
 
 policy receipt_unlinked_pairs_tenant on app_public.receipt_unlinked_pairs for all to public
   using (organization_id = app_public.current_organization_id())
