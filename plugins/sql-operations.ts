@@ -20,9 +20,9 @@ import { callerFailure } from "../src/db/sql-errors.js";
 /**
  * Operations served in TypeScript rather than by an SQL function of their name: only what SQL
  * cannot do (signing URLs, testing a connection, encrypting a secret, checking an outbound
- * address). None yet.
+ * address). Their rules are still SQL functions, which they call (src/sources/connect.ts).
  */
-export const TYPESCRIPT_OPERATIONS: ReadonlySet<string> = new Set<string>();
+export const TYPESCRIPT_OPERATIONS: ReadonlySet<string> = new Set<string>(["connectMailbox", "connectCloudDrive"]);
 
 const snake = (name: string) => name.replace(/[A-Z]/g, (c) => "_" + c.toLowerCase());
 
@@ -63,6 +63,23 @@ const run = async (client: PgClient, op: Operation, args: Record<string, unknown
   (await client.query<{ result: unknown }>(sqlCall(op, args))).rows[0].result;
 
 /**
+ * One statement in a transaction of the request, as the caller; its single column `result` is
+ * returned. A failure the caller can act on is `{success: false, error}`, as for the mutations
+ * below.
+ */
+export async function callAsCaller(
+  db: { withPgClient: WithPgClient; pgSettings: Record<string, string> }, text: string, values: unknown[],
+): Promise<unknown> {
+  try {
+    return await db.withPgClient(db.pgSettings, async (client) => (await client.query<{ result: unknown }>({ text, values })).rows[0].result);
+  } catch (e) {
+    const failure = callerFailure(e);
+    if (failure?.business) return { success: false, error: failure.message };
+    throw e;
+  }
+}
+
+/**
  * Runs a mutation's function in the request's transaction. A failure the caller can act on (our
  * SQL's class AP, or the request's time running out, waiting for a connection included) is
  * `success: false`; a commit after a failed statement rolls the field back, so nothing is written.
@@ -90,7 +107,10 @@ function rootFields(typeDefs: DocumentNode): Record<"Query" | "Mutation", string
   return fields;
 }
 
-/** Plans of non-root fields that SQL cannot compute (a signed URL), by type and field. */
+/**
+ * Plans SQL cannot give, by type and field: non-root fields (a signed URL), and the root fields of
+ * TYPESCRIPT_OPERATIONS.
+ */
 export type FieldPlans = Record<string, Record<string, (...args: any[]) => unknown>>;
 
 /**
@@ -119,8 +139,8 @@ export function sqlOperationsPlugin(name: string, typeDefs: DocumentNode, fieldP
       typeDefs,
       objects: {
         ...Object.fromEntries(Object.entries(fieldPlans).map(([type, p]) => [type, { plans: p as any }])),
-        ...(fields.Query.length ? { Query: { plans: plans.Query as any } } : {}),
-        ...(fields.Mutation.length ? { Mutation: { plans: plans.Mutation as any } } : {}),
+        ...(fields.Query.length ? { Query: { plans: { ...plans.Query, ...fieldPlans.Query } as any } } : {}),
+        ...(fields.Mutation.length ? { Mutation: { plans: { ...plans.Mutation, ...fieldPlans.Mutation } as any } } : {}),
       },
     };
   }, name);

@@ -1,18 +1,23 @@
-import type { TaskList } from "graphile-worker";
-import { loadConfig } from "../src/config.js";
+import type { JobHelpers, TaskList } from "graphile-worker";
+import { loadConfig, type Config } from "../src/config.js";
 import { importProcessorBalance } from "../src/imports/processor-balance/import.js";
 import { payloadOrganizationId, PROCESSOR_IMPORT_TASK, processorImportPayload } from "../src/imports/processor-balance/job.js";
 import { createStorage, type Storage } from "../src/storage/index.js";
 import { EXTRACT_RECEIPT_TASK, extractReceiptPayload, MATCH_RECEIPTS_TASK, matchReceiptsPayload, runExtraction, runMatching } from "../src/receipts/jobs.js";
-import { recordedJob } from "./job-results.js";
+import { QUEUE_SOURCE_SCANS_TASK, queueDueSourceScans, runSourceScan, SCAN_CLOUD_DRIVE_TASK, SCAN_MAILBOX_TASK, sourceScanPayload } from "../src/sources/jobs.js";
+import { jobPool, recordedJob } from "./job-results.js";
 
 /**
- * Every job the worker knows, by identifier, reading stored files from `storage` (made on first
- * use). `taskList` is the configured one's.
+ * Every job the worker knows, by identifier, reading stored files from `storage` and its settings
+ * from `config` (each made on first use). `taskList` is the configured one's.
  */
-export function tasksFor(storage: () => Storage): TaskList {
+export function tasksFor(storage: () => Storage, config: () => Config = loadConfig): TaskList {
   let made: Storage | undefined;
+  let configured: Config | undefined;
   const jobStorage = () => (made ??= storage());
+  const jobConfig = () => (configured ??= config());
+  const scan = (payload: unknown, helpers: JobHelpers) =>
+    runSourceScan({ owner: jobPool(helpers), storage: jobStorage(), config: jobConfig() }, sourceScanPayload(payload));
   return {
     // Hourly housekeeping: idempotency records live 24 hours, rate-limit windows one hour.
     async purge_expired(_payload, helpers) {
@@ -38,6 +43,18 @@ export function tasksFor(storage: () => Storage): TaskList {
       await recordedJob(helpers, payloadOrganizationId(payload), () => runExtraction(helpers, jobStorage(), extractReceiptPayload(payload)));
     },
 
+    // Mailboxes and cloud drives (decisions §13): due scans queued each minute, each source's
+    // scans on a queue of its own (one at a time), and each scan reported in job_results.
+    async [QUEUE_SOURCE_SCANS_TASK](_payload, helpers) {
+      await queueDueSourceScans(helpers, jobConfig());
+    },
+    async [SCAN_MAILBOX_TASK](payload, helpers) {
+      await recordedJob(helpers, payloadOrganizationId(payload), () => scan(payload, helpers));
+    },
+    async [SCAN_CLOUD_DRIVE_TASK](payload, helpers) {
+      await recordedJob(helpers, payloadOrganizationId(payload), () => scan(payload, helpers));
+    },
+
     // Queued after extraction, and when an organization's events change while receipts wait.
     async [MATCH_RECEIPTS_TASK](payload, helpers) {
       await recordedJob(helpers, payloadOrganizationId(payload), () => runMatching(helpers, matchReceiptsPayload(payload)));
@@ -48,4 +65,4 @@ export function tasksFor(storage: () => Storage): TaskList {
 /** The tasks over the configured storage (STORAGE_DIR or S3_BUCKET, read on first use). */
 export const taskList: TaskList = tasksFor(() => createStorage(loadConfig()));
 
-export const crontab = "0 * * * * purge_expired ?max=1";
+export const crontab = ["0 * * * * purge_expired ?max=1", `* * * * * ${QUEUE_SOURCE_SCANS_TASK} ?max=1`].join("\n");

@@ -2,6 +2,7 @@ import jwt from "jsonwebtoken";
 import { CliError, organizationByName, required, sql, type Command } from "./command.js";
 import { bankImportCommands } from "./bank-import-commands.js";
 import { processorImportCommands } from "./processor-import-commands.js";
+import { scanCommands } from "./scan-commands.js";
 
 const string = { type: "string" } as const;
 
@@ -79,4 +80,5 @@ export const commands: Record<string, Command> = {
   },
   ...bankImportCommands,
   ...processorImportCommands,
+  ...scanCommands,
 };

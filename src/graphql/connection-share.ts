@@ -88,6 +88,12 @@ export function tenantsOf(identity: Identity, operationOrganization: string | un
 }
 
 /**
+ * A request's database access, and `outside(work)`: work that is no database time (testing a
+ * connection to a tenant's server, bounded by its own timeouts) does not use up the budget.
+ */
+export type RequestWithPgClient<C extends PgClient> = WithPgClient<C> & { outside<T>(work: () => Promise<T>): Promise<T> };
+
+/**
  * The database access of one request: one connection at a time (GraphQL would otherwise run
  * each root field on a connection of its own), within the tenant's share, and within one budget
  * of `budgetMs` for the whole request, waits for a connection included: each transaction gets
@@ -96,10 +102,10 @@ export function tenantsOf(identity: Identity, operationOrganization: string | un
  */
 export function requestWithPgClient<C extends PgClient>(
   withPgClient: WithPgClient<C>, share: ConnectionShare, tenants: string[], budgetMs: number, onTimeout: () => void = () => {},
-): WithPgClient<C> {
-  const deadline = Date.now() + budgetMs;
+): RequestWithPgClient<C> {
+  let deadline = Date.now() + budgetMs;
   let tail: Promise<unknown> = Promise.resolve();
-  return <T>(pgSettings: Record<string, string | undefined> | null, callback: (client: C) => T | Promise<T>) => {
+  const request = <T>(pgSettings: Record<string, string | undefined> | null, callback: (client: C) => T | Promise<T>) => {
     const run = async (): Promise<T> => {
       // Always in the order given (a user's share before an organization's): no two requests
       // can each hold what the other waits for.
@@ -124,4 +130,14 @@ export function requestWithPgClient<C extends PgClient>(
     tail = result.catch(() => undefined);
     return result;
   };
+  return Object.assign(request, {
+    async outside<T>(work: () => Promise<T>): Promise<T> {
+      const started = Date.now();
+      try {
+        return await work();
+      } finally {
+        deadline += Date.now() - started;
+      }
+    },
+  });
 }

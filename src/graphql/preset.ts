@@ -11,10 +11,13 @@ import { IntakeAddressesPlugin } from "../../plugins/intake-addresses.js";
 import { BankStatementsPlugin } from "../../plugins/bank-statements.js";
 import { LedgerEventsPlugin } from "../../plugins/ledger-events.js";
 import { ReceiptsPlugin, type SignFileUrl } from "../../plugins/receipts.js";
+import { ReceiptSourcesPlugin } from "../../plugins/receipt-sources.js";
 import { OrganizationsPlugin } from "../../plugins/organizations.js";
 import { ReportsPlugin } from "../../plugins/reports.js";
 import { TaxCodesPlugin } from "../../plugins/tax-codes.js";
 import { maskError } from "../http/errors.js";
+import type { OutboundOptions } from "../outbound/guard.js";
+import type { SealedBox } from "../secrets/sealed-box.js";
 import { pgSettingsFor, type Identity } from "../http/authenticate.js";
 import { requestWithPgClient, tenantsOf, type ConnectionShare } from "./connection-share.js";
 
@@ -22,6 +25,7 @@ import { requestWithPgClient, tenantsOf, type ConnectionShare } from "./connecti
 export const schemaPlugins = [
   OrganizationsPlugin, ApiKeysPlugin, TaxCodesPlugin, AccountsPlugin, BatchResultsPlugin, ContactsPlugin,
   CategoryRulesPlugin, IntakeAddressesPlugin, LedgerEventsPlugin, ReportsPlugin, BankStatementsPlugin, ReceiptsPlugin,
+  ReceiptSourcesPlugin,
 ];
 
 export interface PresetOptions {
@@ -30,6 +34,8 @@ export interface PresetOptions {
   statementTimeoutMs: number;
   /** Signs a stored file's URL (Receipt.imageUrl). */
   signFileUrl?: SignFileUrl;
+  /** Where tenants' mailboxes and cloud drives may be reached, and what seals their secrets. */
+  receiptSources?: { outbound: OutboundOptions; secrets: SealedBox };
 }
 
 export function makePreset(authPool: pg.Pool, opts: PresetOptions): GraphileConfig.Preset {
@@ -54,6 +60,7 @@ export function makePreset(authPool: pg.Pool, opts: PresetOptions): GraphileConf
         const { withPgClient } = args.contextValue as Grafast.Context;
         return {
           signFileUrl: opts.signFileUrl,
+          receiptSources: opts.receiptSources,
           pgSettings: pgSettingsFor(identity),
           withPgClient: requestWithPgClient(withPgClient, opts.share, tenantsOf(identity, res?.locals?.operationOrganization),
             opts.statementTimeoutMs, () => { if (res) res.locals.timedOut = true; }),

@@ -21,6 +21,7 @@ import { createStorage, type Storage } from "../storage/index.js";
 import { uploadRoute } from "./uploads.js";
 import { receiptFileRoute } from "./receipt-files.js";
 import { intakeRoutes } from "./intake.js";
+import { sealedBox } from "../secrets/sealed-box.js";
 
 export interface Pools {
   /** The owner: health checks only here. */
@@ -45,6 +46,7 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
   const urls = fileUrls(config);
   const pgl = postgraphile(makePreset(pools.auth, {
     graphiql: config.graphiql, share, statementTimeoutMs: config.statementTimeoutMs, signFileUrl: urls.sign,
+    receiptSources: { outbound: { allowLoopback: config.outboundAllowLoopback }, secrets: sealedBox(config.secretsKey) },
   }));
   const serv = pgl.createServ(grafserv);
   const schema = await pgl.getSchema();

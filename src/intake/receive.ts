@@ -20,7 +20,7 @@ export interface IntakePart {
 
 export interface IntakeMessage {
   organizationId: string;
-  channel: "email" | "sms";
+  channel: "email" | "sms" | "mailbox";
   /** Message-ID (email) or the provider's message id (SMS); null: always a new message. */
   messageId: string | null;
   sender: string | null;
@@ -38,7 +38,7 @@ export interface IntakeResult {
 }
 
 /**
- * What every intake transport (SMTP, POST /intake/email, POST /intake/sms) does with a message
+ * What every intake transport (SMTP, POST /intake/email, POST /intake/sms, mailbox scans) does with a message
  * for one organization (decisions §12): each part of an allowed type, or the text body when there
  * is none, is stored first; then one short transaction on the owner's pool (the SQL scopes the
  * organization itself) records the message (one seen before stops here) and makes each stored

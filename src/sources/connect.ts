@@ -1,0 +1,55 @@
+import type { WithPgClient } from "postgraphile/@dataplan/pg";
+import { callAsCaller } from "../../plugins/sql-operations.js";
+import type { OutboundOptions } from "../outbound/guard.js";
+import { sourceSecretContext, type SealedBox } from "../secrets/sealed-box.js";
+import { testCloudDrive, type CloudDriveSettings } from "./cloud-drive/client.js";
+import { testMailbox, type MailboxSettings } from "./mailbox/connection.js";
+
+/** What connecting a source needs from the GraphQL context (src/graphql/preset.ts). */
+export interface SourceContext {
+  withPgClient: WithPgClient & { outside<T>(work: () => Promise<T>): Promise<T> };
+  pgSettings: Record<string, string>;
+  receiptSources: { outbound: OutboundOptions; secrets: SealedBox };
+}
+
+type Failure = { success: false; error: string };
+const isFailure = (r: unknown): r is Failure => (r as Failure | null)?.success === false;
+
+const MAX_SECRET_LENGTH = 1024;
+
+/**
+ * connectMailbox and connectCloudDrive (decisions §13), in three steps: SQL checks the caller
+ * (owner or admin) and the settings; the server tests them against the real server, outside the
+ * request's database budget and without holding a connection; SQL stores them with the secret
+ * sealed. The secret never reaches SQL in clear, nor any error or log.
+ */
+async function connectSource<S>(ctx: SourceContext, kind: "mailbox" | "cloud_drive", organizationId: string, secret: unknown,
+  settingsCall: { text: string; values: unknown[] }, test: (settings: S, secret: string) => Promise<string | null>,
+  storeCall: (sealed: string) => { text: string; values: unknown[] }): Promise<unknown> {
+  const noun = kind === "mailbox" ? "Password" : "Secret access key";
+  if (typeof secret !== "string" || secret === "") return { success: false, error: `${noun} is required.` };
+  if (secret.length > MAX_SECRET_LENGTH) return { success: false, error: `${noun} must be at most ${MAX_SECRET_LENGTH} characters.` };
+  const settings = await callAsCaller(ctx, settingsCall.text, settingsCall.values);
+  if (isFailure(settings)) return settings;
+  const refusal = await ctx.withPgClient.outside(() => test(settings as S, secret));
+  if (refusal !== null) return { success: false, error: refusal };
+  const sealed = ctx.receiptSources.secrets.seal(secret, sourceSecretContext(kind, organizationId));
+  const stored = storeCall(sealed);
+  return callAsCaller(ctx, stored.text, stored.values);
+}
+
+export function connectMailbox(ctx: SourceContext, a: Record<string, any>): Promise<unknown> {
+  const fields = [a.organizationId, a.host, a.port, a.secure, a.username, a.folder];
+  return connectSource<MailboxSettings>(ctx, "mailbox", a.organizationId, a.password,
+    { text: "select app_private.mailbox_settings($1, $2, $3, $4, $5, $6) as result", values: fields },
+    (settings, password) => testMailbox(settings, password, ctx.receiptSources.outbound),
+    (sealed) => ({ text: "select app_private.connect_mailbox($1, $2, $3, $4, $5, $6, $7) as result", values: [...fields, sealed] }));
+}
+
+export function connectCloudDrive(ctx: SourceContext, a: Record<string, any>): Promise<unknown> {
+  const fields = [a.organizationId, a.endpoint, a.bucket, a.prefix, a.accessKeyId, a.region];
+  return connectSource<CloudDriveSettings>(ctx, "cloud_drive", a.organizationId, a.secretAccessKey,
+    { text: "select app_private.cloud_drive_settings($1, $2, $3, $4, $5, $6) as result", values: fields },
+    (settings, secret) => testCloudDrive(settings, secret, ctx.receiptSources.outbound),
+    (sealed) => ({ text: "select app_private.connect_cloud_drive($1, $2, $3, $4, $5, $6, $7) as result", values: [...fields, sealed] }));
+}

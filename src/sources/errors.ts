@@ -1,0 +1,28 @@
+/**
+ * A source (a mailbox, a cloud drive) that cannot be reached or read as configured: the message
+ * is for the person who connected it, and never holds the secret.
+ */
+export class SourceError extends Error {}
+
+/** Any error's message with every occurrence of the secret blanked out, at most 500 characters. */
+export function withoutSecret(message: string, secret: string): string {
+  const clean = secret.length >= 3 ? message.split(secret).join("***") : message;
+  return clean.length > 500 ? clean.slice(0, 497) + "..." : clean;
+}
+
+/** What a network error says, in words, for `host:port`; null when it is no network error. */
+export function networkFailure(e: unknown, where: string, timeoutSeconds: number): string | null {
+  const code = (e as NodeJS.ErrnoException | null)?.code ?? "";
+  if (code === "EOUTBOUNDREFUSED") return (e as Error).message;
+  if (code === "ECONNREFUSED") return `Could not connect to ${where}: the connection was refused.`;
+  if (code === "ECONNRESET" || code === "EPIPE") return `The connection to ${where} was closed by the server.`;
+  if (code === "EHOSTUNREACH" || code === "ENETUNREACH") return `Could not connect to ${where}: the host is unreachable.`;
+  if (["ETIMEDOUT", "ETIMEOUT", "CONNECT_TIMEOUT", "GREETING_TIMEOUT", "UPGRADE_TIMEOUT", "TimeoutError"].includes(code)
+      || (e as Error | null)?.name === "TimeoutError") {
+    return `${where} did not answer within ${timeoutSeconds} s.`;
+  }
+  if (/^(ERR_TLS_|ERR_SSL_|CERT_|UNABLE_TO_|DEPTH_ZERO_|SELF_SIGNED_)/.test(code) || code === "EPROTO") {
+    return `The secure connection to ${where} failed: ${(e as Error).message}.`;
+  }
+  return null;
+}

@@ -1,0 +1,78 @@
+import type { JobHelpers } from "graphile-worker";
+import type pg from "pg";
+import type { Config } from "../config.js";
+import type { OutboundOptions } from "../outbound/guard.js";
+import { sealedBox, sourceSecretContext } from "../secrets/sealed-box.js";
+import type { Storage } from "../storage/index.js";
+import { describeStoreError, type CloudDriveSettings } from "./cloud-drive/client.js";
+import { scanCloudDrive } from "./cloud-drive/scan.js";
+import { describeMailboxError, type MailboxSettings } from "./mailbox/connection.js";
+import { scanMailbox } from "./mailbox/scan.js";
+import { emptyScanReport, type ScanReport } from "./scan-report.js";
+
+/** The worker's tasks for receipt sources (queued by migrations/fixtures/sources/receipt-sources.sql). */
+export const SCAN_MAILBOX_TASK = "scan_mailbox";
+export const SCAN_CLOUD_DRIVE_TASK = "scan_cloud_drive";
+/** Run by the worker's cron each minute: queues the scans that are due. */
+export const QUEUE_SOURCE_SCANS_TASK = "queue_source_scans";
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface SourceScanPayload { organizationId: string; receiptSourceId: string }
+
+export function sourceScanPayload(payload: unknown): SourceScanPayload {
+  const p = payload as Record<string, unknown> | null;
+  if (typeof p?.organizationId !== "string" || !UUID.test(p.organizationId) || typeof p.receiptSourceId !== "string" || !UUID.test(p.receiptSourceId)) {
+    throw Object.assign(new Error("The job payload needs organizationId and receiptSourceId, UUIDs."), { permanent: true });
+  }
+  return { organizationId: p.organizationId, receiptSourceId: p.receiptSourceId };
+}
+
+interface StoredSource { organizationId: string; kind: "mailbox" | "cloud_drive"; settings: unknown; secretSealed: string; cursor: Record<string, unknown> }
+
+export interface SourceScanDeps { owner: pg.Pool; storage: Storage; config: Config }
+
+const outboundOf = (config: Config): OutboundOptions => ({ allowLoopback: config.outboundAllowLoopback });
+
+/**
+ * One scan of a mailbox or cloud drive. Its outcome is kept on the source (status, lastError,
+ * lastScannedAt) and its report returned for app_private.job_results. A source that fails (a
+ * refused login, an unreachable host, a bad certificate) is `error` and retried by the schedule
+ * with backoff; the failure ends this job (an error with `permanent`, carrying what the scan did
+ * before it), never the worker. A source disconnected meanwhile is nothing to do.
+ */
+export async function runSourceScan(deps: SourceScanDeps, payload: SourceScanPayload): Promise<Record<string, unknown>> {
+  const { owner, storage, config } = deps;
+  const { rows: [{ source }] } = await owner.query<{ source: StoredSource | null }>(
+    "select app_private.source_for_scan($1) as source", [payload.receiptSourceId]);
+  if (!source || source.organizationId !== payload.organizationId) return { receiptSourceId: payload.receiptSourceId, disconnected: true };
+  const interval = source.kind === "mailbox" ? config.mailboxScanIntervalSeconds : config.cloudDriveScanIntervalSeconds;
+  const finish = (error: string | null, more: boolean) => owner.query(
+    "select app_private.finish_source_scan($1, $2, make_interval(secs => $3), $4)", [payload.receiptSourceId, error, interval, more]);
+  const report: ScanReport = emptyScanReport();
+  let secret = "";
+  try {
+    secret = sealedBox(config.secretsKey).open(source.secretSealed, sourceSecretContext(source.kind, source.organizationId));
+    const scanSource = { id: payload.receiptSourceId, organizationId: source.organizationId, secret, cursor: source.cursor };
+    if (source.kind === "mailbox") {
+      await scanMailbox(owner, storage, outboundOf(config), { ...scanSource, settings: source.settings as MailboxSettings }, report);
+    } else {
+      await scanCloudDrive(owner, storage, outboundOf(config), { ...scanSource, settings: source.settings as CloudDriveSettings }, report);
+    }
+  } catch (e) {
+    const reason = source.kind === "mailbox"
+      ? describeMailboxError(e, source.settings as MailboxSettings, secret)
+      : describeStoreError(e, source.settings as CloudDriveSettings, secret);
+    // The database unreachable: the job fails as it is, and graphile-worker retries it.
+    await finish(reason, false).catch(() => { throw e; });
+    throw Object.assign(new Error(reason), { permanent: true, result: { receiptSourceId: payload.receiptSourceId, ...report } });
+  }
+  await finish(null, report.more);
+  return { receiptSourceId: payload.receiptSourceId, ...report };
+}
+
+/** The cron's task: every source whose scan is due is queued, each on its own queue. */
+export async function queueDueSourceScans(helpers: JobHelpers, config: Config): Promise<void> {
+  await helpers.query("select app_private.queue_due_source_scans(make_interval(secs => $1), make_interval(secs => $2))",
+    [config.mailboxScanIntervalSeconds, config.cloudDriveScanIntervalSeconds]);
+}

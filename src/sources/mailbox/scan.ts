@@ -1,0 +1,122 @@
+import type { MessageStructureObject } from "imapflow";
+import type pg from "pg";
+import { EMAIL_MAX_BYTES, MalformedMessage, MessageTooLarge, parseEmail } from "../../intake/email.js";
+import { receiveIntake } from "../../intake/receive.js";
+import type { OutboundOptions } from "../../outbound/guard.js";
+import type { Storage } from "../../storage/index.js";
+import type { ScanReport, ScanSource } from "../scan-report.js";
+import { openMailbox, type MailboxSettings } from "./connection.js";
+
+/** Messages read by one scan at most; the rest are read by the next, queued at once. */
+export const MAX_MESSAGES_PER_SCAN = 200;
+/** How far back a first scan reads (and one after the folder's UIDVALIDITY changed). */
+const FIRST_SCAN_DAYS = 30;
+const FETCH_BATCH = 50;
+
+interface MailboxCursor { uidValidity?: string; lastUid?: number }
+
+/**
+ * Reads the new messages of a mailbox's folder (decisions §13). The folder is opened read-only
+ * and fetched with BODY.PEEK, so nothing is marked read. A first scan, or one after UIDVALIDITY
+ * changed, reads the last 30 days; later ones the UIDs above the last one read, which is kept
+ * after each message, so a scan cut short resumes where it stopped. A message goes through
+ * email intake (the same parsing and receiving as SMTP): only its attachments of an allowed type
+ * become receipts, and its Message-ID is never received twice.
+ */
+export async function scanMailbox(owner: pg.Pool, storage: Storage, outbound: OutboundOptions,
+    source: ScanSource<MailboxSettings>, report: ScanReport): Promise<void> {
+  const { client, mailbox } = await openMailbox(source.settings, source.secret, outbound);
+  try {
+    const cursor = source.cursor as MailboxCursor;
+    const uidValidity = String(mailbox.uidValidity);
+    const continuing = cursor.uidValidity === uidValidity && typeof cursor.lastUid === "number";
+    const lastUid = continuing ? cursor.lastUid! : 0;
+    const found = (continuing
+      ? await client.search({ uid: `${lastUid + 1}:*` }, { uid: true })
+      : await client.search({ since: new Date(Date.now() - FIRST_SCAN_DAYS * 86_400_000) }, { uid: true })) || [];
+    // `N:*` names the last message even when its UID is below N.
+    const uids = found.filter((uid) => uid > lastUid).sort((a, b) => a - b);
+    report.more = uids.length > MAX_MESSAGES_PER_SCAN;
+    const advance = (uid: number) => owner.query("select app_private.advance_source_cursor($1, $2)",
+      [source.id, JSON.stringify({ uidValidity, lastUid: uid })]);
+    if (uids.length === 0 && !continuing) await advance(0);
+
+    const toRead = uids.slice(0, MAX_MESSAGES_PER_SCAN);
+    for (let i = 0; i < toRead.length; i += FETCH_BATCH) {
+      const batch = toRead.slice(i, i + FETCH_BATCH);
+      const headers = await client.fetchAll(batch.join(","), { uid: true, size: true, envelope: true, bodyStructure: true }, { uid: true });
+      headers.sort((a, b) => a.uid - b.uid);
+      for (const message of headers) {
+        report.scanned++;
+        await readMessage(client, owner, storage, source, message, uidValidity, report);
+        await advance(message.uid);
+      }
+    }
+    await client.logout().catch(() => {});
+  } finally {
+    client.close();
+  }
+}
+
+type Client = Awaited<ReturnType<typeof openMailbox>>["client"];
+interface Header { uid: number; size?: number; envelope?: { messageId?: string }; bodyStructure?: MessageStructureObject }
+
+async function readMessage(client: Client, owner: pg.Pool, storage: Storage, source: ScanSource<MailboxSettings>,
+    message: Header, uidValidity: string, report: ScanReport): Promise<void> {
+  if ((message.size ?? 0) > EMAIL_MAX_BYTES) {
+    report.refused++;
+    return;
+  }
+  // A message of text alone (a newsletter, a conversation) is never downloaded.
+  if (!message.bodyStructure || !hasFile(message.bodyStructure)) {
+    report.skipped++;
+    return;
+  }
+  const messageId = message.envelope?.messageId || null;
+  if (messageId) {
+    const { rows: [{ seen }] } = await owner.query<{ seen: boolean }>(
+      "select app_private.intake_message_seen($1, 'mailbox', $2) as seen", [source.organizationId, messageId]);
+    if (seen) {
+      report.duplicates++;
+      return;
+    }
+  }
+  const fetched = await client.fetchOne(String(message.uid), { source: true }, { uid: true });
+  if (!fetched || !fetched.source) {
+    report.skipped++; // expunged meanwhile
+    return;
+  }
+  let parsed;
+  try {
+    parsed = await parseEmail(fetched.source);
+  } catch (e) {
+    if (e instanceof MalformedMessage) return void report.skipped++;
+    if (e instanceof MessageTooLarge) return void report.refused++;
+    throw e;
+  }
+  if (parsed.parts.length === 0) {
+    report.skipped++;
+    return;
+  }
+  const result = await receiveIntake(owner, storage, {
+    organizationId: source.organizationId,
+    channel: "mailbox",
+    // Without a Message-ID, the message's place in this folder names it.
+    messageId: parsed.messageId ?? `uid:${uidValidity}:${message.uid}@${source.id}`,
+    sender: parsed.sender,
+    parts: parsed.parts,
+    text: "", // unlike an intake address, a mailbox's text bodies are not receipts
+  });
+  report.refused += result.refused;
+  if (result.duplicate) report.duplicates++;
+  else if (result.receiptIds.length === 0) report.skipped++;
+  else report.created += result.receiptIds.length;
+}
+
+/** A part that may be a receipt file: an attachment, or anything that is not text. */
+function hasFile(part: MessageStructureObject): boolean {
+  if (part.childNodes?.length) return part.childNodes.some(hasFile);
+  const type = (part.type ?? "").toLowerCase();
+  if (type.startsWith("multipart/")) return false;
+  return part.disposition?.toLowerCase() === "attachment" || !type.startsWith("text/");
+}

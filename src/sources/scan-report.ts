@@ -1,0 +1,27 @@
+/**
+ * What one scan of a source did (decisions §13), recorded in app_private.job_results: messages
+ * or objects seen, receipts created, duplicates (seen before: same Message-ID or file), refused
+ * files (not a receipt type, or too large), and skipped ones (a message without a receipt file;
+ * an object already read). Filled in as the scan goes, so a scan that fails still reports what
+ * it did.
+ */
+export interface ScanReport {
+  scanned: number;
+  created: number;
+  duplicates: number;
+  refused: number;
+  skipped: number;
+  /** It stopped at its limit with more to read: the next scan is queued at once. */
+  more: boolean;
+}
+
+export const emptyScanReport = (): ScanReport => ({ scanned: 0, created: 0, duplicates: 0, refused: 0, skipped: 0, more: false });
+
+/** Where a scan reads and writes. */
+export interface ScanSource<S> {
+  id: string;
+  organizationId: string;
+  settings: S;
+  secret: string;
+  cursor: Record<string, unknown>;
+}
