@@ -5,7 +5,6 @@ import path from "node:path";
 import { CreateBucketCommand } from "@aws-sdk/client-s3";
 import { runOnce } from "graphile-worker";
 import nodemailer from "nodemailer";
-import { PDFDocument, StandardFonts } from "pdf-lib";
 // @ts-expect-error s3rver ships no type declarations
 import S3rver from "s3rver";
 import sharp from "sharp";
@@ -18,6 +17,7 @@ import { createStorage } from "../src/storage/index.js";
 import { S3Storage } from "../src/storage/s3.js";
 import { tasksFor } from "../worker/tasks.js";
 import { createTenant, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { receiptPdf } from "./helpers/receipt-files.js";
 import { accountsOf, call, CREATE, GET } from "./ledger-fixtures.js";
 
 /**
@@ -37,14 +37,6 @@ async function receiptImage(text: string): Promise<Buffer> {
   const ink = await sharp({ text: { text, fontfile: font, font: "DejaVu Sans Mono", dpi: 150 } }).negate().png().toBuffer();
   return sharp(ink).extend({ top: 40, bottom: 40, left: 40, right: 40, background: "#ffffff" }).png().toBuffer();
 }
-async function receiptPdf(lines: string[]): Promise<Buffer> {
-  const doc = await PDFDocument.create();
-  const page = doc.addPage([300, 400]);
-  const courier = await doc.embedFont(StandardFonts.Courier);
-  lines.forEach((line, i) => page.drawText(line, { x: 20, y: 370 - i * 16, size: 10, font: courier }));
-  return Buffer.from(await doc.save());
-}
-
 const upload = (h: Harness, t: Tenant, file: Buffer, filename: string) => request(h.handle.app).post("/uploads")
   .set("Authorization", t.apiKey).field("organizationId", t.organizationId)
   .attach("file", file, { filename, contentType: "application/octet-stream" });

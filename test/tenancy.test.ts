@@ -65,6 +65,11 @@ beforeAll(async () => {
       expect(Object.values(res.body.data)[0]).toMatchObject({ success: true });
     }
     await h.owner.query("select app_private.receive_intake_message($1, 'email', 'tenancy@example.test', 'x')", [t.organizationId]);
+    // Receipt sources: a cloud drive (its connection tested against a real store in
+    // cloud-drives.test.ts) with an object it read.
+    const { rows: [source] } = await h.owner.query(`insert into app_public.receipt_sources (organization_id, kind, settings, secret_sealed)
+      values ($1, 'cloud_drive', jsonb_build_object('bucket', $2::text), 'v1:sealed') returning id`, [t.organizationId, `tenancy-${t.name}`]);
+    await h.owner.query("select app_private.record_cloud_drive_object($1, $2, 'scans/a.pdf', 'etag', 'refused')", [t.organizationId, source.id]);
   }
   const { rows } = await h.owner.query<{ table: string; org_column: string }>(`
     select format('%I.%I', c.table_schema, c.table_name) as table, c.column_name as org_column
