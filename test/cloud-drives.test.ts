@@ -14,7 +14,7 @@ import { createStorage } from "../src/storage/index.js";
 import { tasksFor } from "../worker/tasks.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { receiptPdf } from "./helpers/receipt-files.js";
-import { accountsOf } from "./ledger-fixtures.js";
+import { importBankLines } from "./ledger-fixtures.js";
 
 /**
  * Cloud-drive folders as receipt sources (decisions §13), against a real S3-compatible server
@@ -106,12 +106,9 @@ describe("a cloud drive scanned by the worker", () => {
   let driveId: string;
 
   it("makes receipts of the objects under the prefix, counts the refused one, and leaves the others", async () => {
-    const accounts = await accountsOf(h, t);
-    dataOf(await h.gql(`mutation($o: UUID!, $p: UUID!, $rows: [BankStatementRowInput!]!) {
-      importBankStatement(organizationId: $o, paymentAccountId: $p, rows: $rows) { success } }`, {
-      o: t.organizationId, p: accounts.Chequing, rows: [
-        { transactionDate: "2026-11-10", description: "MAPLE FUEL STATION 4410", amount: "-61.30", eventType: "expense" },
-      ] }, t.apiKey), "importBankStatement");
+    expect(await importBankLines(h, t, [
+      { transactionDate: "2026-11-10", description: "MAPLE FUEL STATION 4410", amount: "-61.30", eventType: "expense" },
+    ])).toMatchObject({ success: true });
     await put("scans/fuel.pdf", await receiptPdf(["MAPLE FUEL STATION", "Date: 2026-11-10", "Diesel     61.30", "TOTAL      61.30"]));
     await put("scans/2026/parking.pdf", await receiptPdf(["CITY PARKING", "Date: 2026-11-11", "TOTAL 9.00"]));
     await put("scans/notes.docx", Buffer.from("PK\u0003\u0004 not a receipt"));

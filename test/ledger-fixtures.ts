@@ -79,3 +79,11 @@ export async function balancesFromLines(h: Harness, org: string): Promise<Record
      group by a.id, a.name, a.classification`, [org]);
   return Object.fromEntries(rows.map((r) => [r.name, r.balance]));
 }
+
+/** Bank lines imported into the chequing account by API key, as a bank statement import makes them. */
+export async function importBankLines(h: Harness, t: Tenant, rows: Record<string, unknown>[]): Promise<{ success: boolean; importedCount: number }> {
+  const accounts = await accountsOf(h, t);
+  return call(h, t, `mutation($org: UUID!, $p: UUID!, $rows: [BankStatementRowInput!]!) {
+    importBankStatement(organizationId: $org, paymentAccountId: $p, rows: $rows) { success error importedCount } }`,
+  { p: accounts.Chequing, rows }, "importBankStatement");
+}

@@ -11,7 +11,7 @@ import { runCli } from "./helpers/cli.js";
 import { dovecotAvailable, startDovecot, type Dovecot } from "./helpers/dovecot.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { rawMessage, receiptPdf } from "./helpers/receipt-files.js";
-import { accountsOf } from "./ledger-fixtures.js";
+import { importBankLines } from "./ledger-fixtures.js";
 
 /**
  * Mailboxes as receipt sources (decisions §13), against a real IMAP server (dovecot) started
@@ -114,13 +114,10 @@ describe("a mailbox scanned by the worker", () => {
   let mailboxId: string;
 
   it_("turns the two messages with receipt attachments into receipts, skips the newsletter, and leaves every message unread", async () => {
-    const accounts = await accountsOf(h, t);
-    dataOf(await h.gql(`mutation($o: UUID!, $p: UUID!, $rows: [BankStatementRowInput!]!) {
-      importBankStatement(organizationId: $o, paymentAccountId: $p, rows: $rows) { success } }`, {
-      o: t.organizationId, p: accounts.Chequing, rows: [
-        { transactionDate: "2026-11-02", description: "NORTHWIND OFFICE SUPPLY", amount: "-54.20", eventType: "expense" },
-        { transactionDate: "2026-11-04", description: "BLUE HERON BAKERY", amount: "-18.75", eventType: "expense" },
-      ] }, t.apiKey), "importBankStatement");
+    expect(await importBankLines(h, t, [
+      { transactionDate: "2026-11-02", description: "NORTHWIND OFFICE SUPPLY", amount: "-54.20", eventType: "expense" },
+      { transactionDate: "2026-11-04", description: "BLUE HERON BAKERY", amount: "-18.75", eventType: "expense" },
+    ])).toMatchObject({ success: true });
 
     await deliver("alice", ALICE_PASSWORD, {
       from: "Northwind <billing@northwind.example>", to: "alice@example.test", subject: "Your invoice", messageId: "<inv-1@northwind.example>",
