@@ -91,7 +91,7 @@ describe("connectCloudDrive", () => {
     expect(errors).toEqual([
       "The endpoint must be an https URL.",
       "The host 10.0.0.1 is not allowed: 10.0.0.1 is a private address.",
-      "The host 169.254.169.254 is not allowed: 169.254.169.254 is a linkLocal address.",
+      "The host 169.254.169.254 is not allowed: 169.254.169.254 is a link-local (cloud metadata) address.",
       "The host 127.0.0.1 is not allowed: 127.0.0.1 is a loopback address.",
     ]);
     // A name is checked by what it resolves to (the resolver is stubbed: no packet leaves).

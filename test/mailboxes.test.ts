@@ -244,7 +244,7 @@ describe("the outbound guard on mailbox hosts", () => {
       }
       expect(refusals).toEqual([
         "The host 10.0.0.1 is not allowed: 10.0.0.1 is a private address.",
-        "The host 169.254.169.254 is not allowed: 169.254.169.254 is a linkLocal address.",
+        "The host 169.254.169.254 is not allowed: 169.254.169.254 is a link-local (cloud metadata) address.",
         "The host 127.0.0.1 is not allowed: 127.0.0.1 is a loopback address.",
         "The host ::1 is not allowed: ::1 is a loopback address.",
       ]);

@@ -16,11 +16,11 @@ const resolver = (answers: Record<string, string[]>) => async (host: string): Pr
 describe("which addresses may be reached", () => {
   it.each([
     ["10.1.2.3", "private"], ["172.16.0.9", "private"], ["192.168.1.1", "private"], ["127.0.0.1", "loopback"],
-    ["169.254.169.254", "linkLocal"], ["100.100.100.200", "carrierGradeNat"], ["0.0.0.0", "unspecified"],
-    ["224.0.0.1", "multicast"], ["::1", "loopback"], ["fe80::1", "linkLocal"], ["fd00:ec2::254", "uniqueLocal"],
+    ["169.254.169.254", "link-local (cloud metadata)"], ["100.100.100.200", "carrier-grade NAT"], ["0.0.0.0", "unspecified"],
+    ["224.0.0.1", "multicast"], ["::1", "loopback"], ["fe80::1", "link-local (cloud metadata)"], ["fd00:ec2::254", "unique-local"],
     ["::ffff:10.0.0.1", "private"], ["::ffff:127.0.0.1", "loopback"], ["::", "unspecified"],
   ])("%s is refused (%s)", (address, range) => {
-    expect(refusalOf(address, false)).toBe(`is a ${range} address`);
+    expect(refusalOf(address, false)).toBe(`is ${range === "unspecified" ? "an" : "a"} ${range} address`);
   });
 
   it("public unicast addresses are allowed; loopback only when allowed, and nothing else with it", () => {
@@ -28,7 +28,7 @@ describe("which addresses may be reached", () => {
     expect(refusalOf("127.0.0.1", true)).toBeNull();
     expect(refusalOf("::1", true)).toBeNull();
     expect(refusalOf("10.0.0.1", true)).toBe("is a private address");
-    expect(refusalOf("169.254.169.254", true)).toBe("is a linkLocal address");
+    expect(refusalOf("169.254.169.254", true)).toBe("is a link-local (cloud metadata) address");
   });
 });
 
@@ -51,7 +51,7 @@ describe("checkOutbound", () => {
     const refused = (host: string, allowLoopback = false) => checkOutbound(host, { allowLoopback, resolve }).then(
       () => { throw new Error(`${host} was allowed`); }, (e: unknown) => e as OutboundRefused);
     expect((await refused("rebind.example.com")).message).toBe("The host rebind.example.com is not allowed: 10.0.0.5 is a private address.");
-    expect((await refused("metadata.example.com")).message).toMatch(/169\.254\.169\.254 is a linkLocal address/);
+    expect((await refused("metadata.example.com")).message).toMatch(/169\.254\.169\.254 is a link-local \(cloud metadata\) address/);
     expect((await refused("10.0.0.1")).message).toMatch(/is a private address/);
     expect((await refused("localhost")).message).toMatch(/is a loopback address/);
     expect((await refused("nowhere.example.com")).message).toBe("The host nowhere.example.com could not be resolved (ENOTFOUND).");

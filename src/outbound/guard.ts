@@ -40,8 +40,14 @@ export function refusalOf(address: string, allowLoopback: boolean): string | nul
   const range = ip.range();
   if (range === "unicast") return null;
   if (range === "loopback" && allowLoopback) return null;
-  return `is a ${range} address`;
+  const words = RANGE_WORDS[range] ?? range.replace(/[A-Z]/g, (c) => " " + c.toLowerCase());
+  return `is ${/^([aeio]|un(?!i))/.test(words) ? "an" : "a"} ${words} address`;
 }
+
+/** ipaddr.js's range names, as a person reads them. */
+const RANGE_WORDS: Record<string, string> = {
+  linkLocal: "link-local (cloud metadata)", uniqueLocal: "unique-local", carrierGradeNat: "carrier-grade NAT",
+};
 
 /**
  * Resolves `host` and checks every address it has; the first is the one to connect to. A name
