@@ -108,6 +108,20 @@ describe("connectMailbox", () => {
 
     expect((await h.owner.query("select count(*)::int n from app_public.receipt_sources")).rows[0].n).toBe(0);
   });
+
+  it_("refuses a server whose certificate is not trusted, over TLS and over STARTTLS", async () => {
+    const selfSigned = await startDovecot({ tls: true });
+    try {
+      await selfSigned.setUser("alice", ALICE_PASSWORD);
+      for (const [port, secure] of [[selfSigned.tlsPort, true], [selfSigned.port, false]] as const) {
+        const untrusted = dataOf(await connect({ port, secure, user: "alice", pw: ALICE_PASSWORD }), "connectMailbox");
+        expect(untrusted).toEqual({ success: false, mailbox: null, error: `The secure connection to 127.0.0.1:${port} failed: self-signed certificate.` });
+      }
+    } finally {
+      await selfSigned.stop();
+    }
+    expect((await h.owner.query("select count(*)::int n from app_public.receipt_sources")).rows[0].n).toBe(0);
+  });
 });
 
 describe("a mailbox scanned by the worker", () => {

@@ -13,6 +13,11 @@ import { setTimeout as sleep } from "node:timers/promises";
  */
 export interface Dovecot {
   port: number;
+  /**
+   * With `tls`: IMAP over TLS, with a self-signed certificate for "localhost" (as a misconfigured
+   * server has); the plain port then offers STARTTLS with it too.
+   */
+  tlsPort: number | null;
   /** Adds a user, or changes the password of one (dovecot re-reads the file, at most once a second). */
   setUser(user: string, password: string): Promise<void>;
   stop(): Promise<void>;
@@ -27,9 +32,14 @@ const freePort = () => new Promise<number>((resolve, reject) => {
   }).on("error", reject);
 });
 
-export async function startDovecot(): Promise<Dovecot> {
+export async function startDovecot(options: { tls?: boolean } = {}): Promise<Dovecot> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "dovecot-"));
   const port = await freePort();
+  const tlsPort = options.tls ? await freePort() : null;
+  if (options.tls) {
+    execFileSync("openssl", ["req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+      "-keyout", path.join(dir, "key.pem"), "-out", path.join(dir, "cert.pem")], { stdio: "ignore" });
+  }
   const nobody = { uid: Number(execFileSync("id", ["-u", "nobody"]).toString()), gid: Number(execFileSync("id", ["-g", "nobody"]).toString()) };
   const users = new Map<string, string>();
   const usersFile = path.join(dir, "users");
@@ -67,7 +77,7 @@ base_dir = ${dir}/run
 state_dir = ${dir}/state
 log_path = ${dir}/dovecot.log
 instance_name = test-${path.basename(dir)}
-ssl = no
+${options.tls ? `ssl = yes\nssl_cert = <${dir}/cert.pem\nssl_key = <${dir}/key.pem` : "ssl = no"}
 disable_plaintext_auth = no
 auth_mechanisms = plain login
 default_internal_user = nobody
@@ -87,7 +97,9 @@ service imap-login {
     port = ${port}
   }
   inet_listener imaps {
-    port = 0
+    address = 127.0.0.1
+    port = ${tlsPort ?? 0}
+    ssl = ${options.tls ? "yes" : "no"}
   }
   chroot =
 }
@@ -110,6 +122,7 @@ service anvil {
   }
   return {
     port,
+    tlsPort,
     setUser,
     async stop() {
       const pidFile = path.join(dir, "run", "master.pid");
