@@ -386,7 +386,7 @@ table app_public.rate_limit_windows (row-level security, forced)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
 
 table app_public.receipt_sources (row-level security, forced)
-  column id uuid not null default app_private.uuid_v7()  grants: accounting_visitor: SELECT
+  column id uuid not null default app_private.uuid_v7()  grants: accounting_visitor: INSERT, SELECT
   column organization_id uuid not null  grants: accounting_visitor: INSERT, SELECT
   column kind text not null  grants: accounting_visitor: INSERT, SELECT
   column settings jsonb not null  grants: accounting_visitor: INSERT, SELECT
@@ -661,15 +661,15 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.add_receipt_source(organization_id uuid, kind text, settings jsonb, secret_sealed text)
+CREATE OR REPLACE FUNCTION app_private.add_receipt_source(organization_id uuid, kind text, settings jsonb, receipt_source_id uuid, secret_sealed text)
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
 declare v_id uuid; v_created timestamptz;
 begin
   begin
-    insert into app_public.receipt_sources (organization_id, kind, settings, secret_sealed)
-      values (add_receipt_source.organization_id, kind, settings, secret_sealed)
+    insert into app_public.receipt_sources (id, organization_id, kind, settings, secret_sealed)
+      values (receipt_source_id, add_receipt_source.organization_id, kind, settings, secret_sealed)
       returning receipt_sources.id, receipt_sources.created into v_id, v_created;
   exception when unique_violation then
     perform app_private.fail(format('This %s is already connected.', lower(app_private.source_noun(kind))));
@@ -681,9 +681,12 @@ end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.advance_source_cursor(receipt_source_id uuid, cursor jsonb)
- RETURNS void
+ RETURNS boolean
  LANGUAGE sql
-AS $function$ update app_public.receipt_sources s set cursor = advance_source_cursor.cursor where s.id = receipt_source_id $function$
+AS $function$
+  with kept as (update app_public.receipt_sources s set cursor = advance_source_cursor.cursor where s.id = receipt_source_id returning 1)
+  select exists (select 1 from kept)
+$function$
 -- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.api_key_json(id uuid, label text, prefix text, created timestamp with time zone, last_used_at timestamp with time zone, revoked_at timestamp with time zone)
@@ -1226,28 +1229,29 @@ AS $function$
   select l.n::integer from unnest(object_keys, etags) with ordinality l (object_key, etag, n)
    where not exists (select 1 from app_public.cloud_drive_objects o
                       where o.receipt_source_id = cloud_drive_unread.receipt_source_id
-                        and o.object_key = l.object_key and o.etag = l.etag)
+                        and o.object_key = l.object_key and o.etag = left(l.etag, 200))
    order by l.n
 $function$
 -- grants: <owner>: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.connect_cloud_drive(organization_id uuid, endpoint text, bucket text, prefix text, access_key_id text, region text, secret_access_key_sealed text)
+CREATE OR REPLACE FUNCTION app_private.connect_cloud_drive(organization_id uuid, endpoint text, bucket text, prefix text, access_key_id text, region text, receipt_source_id uuid, secret_access_key_sealed text)
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
 begin
   return jsonb_build_object('success', true, 'error', null, 'cloudDrive', app_private.add_receipt_source(organization_id, 'cloud_drive',
-    app_private.cloud_drive_settings(organization_id, endpoint, bucket, prefix, access_key_id, region), secret_access_key_sealed));
+    app_private.cloud_drive_settings(organization_id, endpoint, bucket, prefix, access_key_id, region), receipt_source_id,
+    secret_access_key_sealed));
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.connect_mailbox(organization_id uuid, host text, port integer, secure boolean, username text, folder text, password_sealed text)
+CREATE OR REPLACE FUNCTION app_private.connect_mailbox(organization_id uuid, host text, port integer, secure boolean, username text, folder text, receipt_source_id uuid, password_sealed text)
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
 begin
   return jsonb_build_object('success', true, 'error', null, 'mailbox', app_private.add_receipt_source(organization_id, 'mailbox',
-    app_private.mailbox_settings(organization_id, host, port, secure, username, folder), password_sealed));
+    app_private.mailbox_settings(organization_id, host, port, secure, username, folder), receipt_source_id, password_sealed));
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -2619,6 +2623,9 @@ CREATE OR REPLACE FUNCTION app_private.receive_cloud_drive_object(organization_i
 AS $function$
 declare v_result jsonb;
 begin
+  -- Held until commit: a disconnect waits for this object, or this object sees the source gone.
+  perform 1 from app_public.receipt_sources s where s.id = receipt_source_id for key share;
+  if not found then return null; end if;
   v_result := app_private.receive_receipt(organization_id, 'cloud_drive', object_key, filename, content_type, size, sha256);
   perform app_private.record_cloud_drive_object(organization_id, receipt_source_id, drive_key, etag,
     case when (v_result->>'duplicate')::boolean then 'duplicate' else 'created' end);
