@@ -3,15 +3,17 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { CreateBucketCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
-import { runOnce } from "graphile-worker";
 // @ts-expect-error s3rver ships no type declarations
 import S3rver from "s3rver";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { closeSandbox } from "../src/receipts/sandbox/index.js";
 import { sealedBox, sourceSecretContext } from "../src/secrets/sealed-box.js";
 import { testCloudDrive } from "../src/sources/cloud-drive/client.js";
+import { scanCloudDrive } from "../src/sources/cloud-drive/scan.js";
+import { deadline } from "../src/sources/errors.js";
+import { emptyScanReport } from "../src/sources/scan-report.js";
 import { createStorage } from "../src/storage/index.js";
-import { tasksFor } from "../worker/tasks.js";
+import { runJobs } from "./helpers/worker.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { receiptPdf } from "./helpers/receipt-files.js";
 import { importBankLines } from "./ledger-fixtures.js";
@@ -56,10 +58,7 @@ afterAll(async () => {
 const put = (key: string, body: Buffer | string) => s3.client.send(new PutObjectCommand({ Bucket: BUCKET, Key: key, Body: body }));
 const connect = (vars: Record<string, unknown>, credential = t.ownerJwt) => h.gql(CONNECT,
   { o: t.organizationId, endpoint: s3.endpoint, bucket: BUCKET, prefix: "scans/", key: "S3RVER", secret: "S3RVER", ...vars }, credential);
-const work = async () => {
-  const taskList = tasksFor(() => createStorage(h.config), () => h.config);
-  for (let i = 0; i < 4; i++) await runOnce({ pgPool: h.owner, taskList, noHandleSignals: true });
-};
+const work = () => runJobs(h);
 const lastScan = async (driveId: string) => (await h.owner.query(
   `select status, result, error from app_private.job_results
     where job_name = 'scan_cloud_drive' and payload->>'receiptSourceId' = $1 order by id desc limit 1`, [driveId])).rows[0];
@@ -143,14 +142,37 @@ describe("a cloud drive scanned by the worker", () => {
     expect((await driveReceipts()).map((r) => [r.filename, r.amount]).sort()).toEqual([["fuel.pdf", "61.30"], ["parking.pdf", "12.00"], ["parking.pdf", "9.00"]]);
   });
 
+  it("goes on where a scan stopped at its limit, and starts the next pass from the beginning", async () => {
+    const org = await createTenant(h);
+    const id = randomUUID();
+    await h.owner.query(`insert into app_public.receipt_sources (id, organization_id, kind, settings, secret_sealed)
+      values ($1, $2, 'cloud_drive', $3, 'v1:unused')`, [id, org.organizationId,
+      { endpoint: s3.endpoint, bucket: BUCKET, prefix: "batch/", region: "us-east-1", accessKeyId: "S3RVER" }]);
+    for (const name of ["a", "b", "c"]) await put(`batch/${name}.pdf`, await receiptPdf([`SHOP ${name.toUpperCase()}`, "TOTAL 1.00"]));
+    const scan = async () => {
+      const { rows: [{ cursor }] } = await h.owner.query("select cursor from app_public.receipt_sources where id = $1", [id]);
+      const report = emptyScanReport();
+      const limit = deadline(60_000, "The scan");
+      await scanCloudDrive(h.owner, createStorage(h.config), { allowLoopback: true },
+        { id, organizationId: org.organizationId, secret: "S3RVER", cursor, settings: (await h.owner.query(
+          "select settings from app_public.receipt_sources where id = $1", [id])).rows[0].settings }, report, limit, { objects: 2, pages: 10 });
+      limit.clear();
+      const { rows: [after] } = await h.owner.query("select cursor from app_public.receipt_sources where id = $1", [id]);
+      return [report.created, report.more, after.cursor.startAfter];
+    };
+    expect(await scan()).toEqual([2, true, "batch/b.pdf"]);
+    expect(await scan()).toEqual([1, false, null]);
+    expect(await scan()).toEqual([0, false, null]);
+  });
+
   it("shows a scan that fails on the drive, lists and disconnects it; the secret is never in a table in clear", async () => {
     const listed = dataOf(await h.gql(LIST, { o: t.organizationId }, t.ownerJwt), "listCloudDrives");
     expect(listed).toMatchObject([{ id: driveId, status: "connected", lastError: null }]);
     // s3rver's secret equals its key id, which is shown; so here the sealed value is opened instead.
     const { rows: [stored] } = await h.owner.query("select organization_id, secret_sealed from app_public.receipt_sources where id = $1", [driveId]);
     expect(stored.secret_sealed).toMatch(/^v1:/);
-    expect(sealedBox(h.config.secretsKey).open(stored.secret_sealed, sourceSecretContext("cloud_drive", stored.organization_id))).toBe("S3RVER");
-    expect(() => sealedBox(h.config.secretsKey).open(stored.secret_sealed, sourceSecretContext("cloud_drive", randomUUID()))).toThrow(/could not be opened/);
+    expect(sealedBox(h.config.secretsKey).open(stored.secret_sealed, sourceSecretContext("cloud_drive", stored.organization_id, driveId))).toBe("S3RVER");
+    expect(() => sealedBox(h.config.secretsKey).open(stored.secret_sealed, sourceSecretContext("cloud_drive", stored.organization_id, randomUUID()))).toThrow(/could not be opened/);
 
     await h.owner.query("update app_public.receipt_sources set settings = settings || '{\"bucket\": \"gone-bucket\"}' where id = $1", [driveId]);
     dataOf(await h.gql(SYNC, { o: t.organizationId, d: driveId }, t.ownerJwt), "syncCloudDrive");
@@ -160,7 +182,7 @@ describe("a cloud drive scanned by the worker", () => {
       .toMatchObject([{ status: "error", lastError: `The bucket "gone-bucket" does not exist at ${s3.endpoint}.` }]);
 
     expect(dataOf(await h.gql(DISCONNECT, { o: t.organizationId, d: driveId }, t.ownerJwt), "disconnectCloudDrive")).toEqual({ success: true, error: null });
-    expect((await h.owner.query("select count(*)::int n from app_public.cloud_drive_objects")).rows[0].n).toBe(0);
+    expect((await h.owner.query("select count(*)::int n from app_public.cloud_drive_objects where receipt_source_id = $1", [driveId])).rows[0].n).toBe(0);
     expect(await driveReceipts()).toHaveLength(3);
   });
 });

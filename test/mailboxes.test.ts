@@ -1,14 +1,12 @@
 import net from "node:net";
 import tls from "node:tls";
-import { runOnce } from "graphile-worker";
 import { ImapFlow } from "imapflow";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { closeSandbox } from "../src/receipts/sandbox/index.js";
 import { testMailbox } from "../src/sources/mailbox/connection.js";
-import { createStorage } from "../src/storage/index.js";
-import { tasksFor } from "../worker/tasks.js";
 import { runCli } from "./helpers/cli.js";
 import { dovecotAvailable, startDovecot, type Dovecot } from "./helpers/dovecot.js";
+import { runJobs } from "./helpers/worker.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { rawMessage, receiptPdf } from "./helpers/receipt-files.js";
 import { importBankLines } from "./ledger-fixtures.js";
@@ -74,10 +72,7 @@ async function flagsOf(user: string, password: string): Promise<string[][]> {
 }
 
 /** Every job the worker has, run until none is left (scans, then extraction and matching). */
-const work = async () => {
-  const taskList = tasksFor(() => createStorage(h.config), () => h.config);
-  for (let i = 0; i < 4; i++) await runOnce({ pgPool: h.owner, taskList, noHandleSignals: true });
-};
+const work = () => runJobs(h);
 
 const scansOf = async (mailboxId: string) => (await h.owner.query(
   `select status, result, error from app_private.job_results
@@ -206,11 +201,27 @@ describe("a mailbox scanned by the worker", () => {
     expect(state).toEqual({ failures: 1, later: true });
   });
 
+  it_("never reads what is older than 30 days, even when the first scan found nothing newer", async () => {
+    await dovecot.setUser("carol", "carol-Pa55word");
+    const old = { from: "Old Shop <o@old.example>", to: "carol@example.test", subject: "Old receipt", messageId: "<old-1@old.example>",
+      text: "Attached.", attachments: [{ filename: "old.pdf", content: await receiptPdf(["OLD SHOP", "TOTAL 5.00"]) }] };
+    const client = new ImapFlow({ host: "127.0.0.1", port: dovecot.port, secure: false, auth: { user: "carol", pass: "carol-Pa55word" }, logger: false });
+    await client.connect();
+    await client.append("INBOX", await rawMessage(old), [], new Date(Date.now() - 60 * 86_400_000));
+    await client.logout();
+    const carol = dataOf(await connect({ user: "carol", pw: "carol-Pa55word" }), "connectMailbox");
+    await work();
+    dataOf(await h.gql(SYNC, { o: t.organizationId, m: carol.mailbox.id }, t.ownerJwt), "syncMailbox");
+    await work();
+    expect((await scansOf(carol.mailbox.id)).map((s) => s.result.scanned)).toEqual([0, 0]);
+    dataOf(await h.gql(DISCONNECT, { o: t.organizationId, m: carol.mailbox.id }, t.ownerJwt), "disconnectMailbox");
+  });
+
   it_("never holds a password in clear in any table, and the API's role cannot read the sealed one", async () => {
     const { rows: tables } = await h.owner.query<{ name: string }>(
       `select format('%I.%I', schemaname, tablename) as name from pg_tables where schemaname not in ('pg_catalog', 'information_schema')`);
     expect(tables.length).toBeGreaterThan(20);
-    for (const password of [ALICE_PASSWORD, BOB_PASSWORD, "not-the-password"]) {
+    for (const password of [ALICE_PASSWORD, BOB_PASSWORD, "not-the-password", "carol-Pa55word"]) {
       const found: string[] = [];
       for (const { name } of tables) {
         const { rows: [{ n }] } = await h.owner.query(`select count(*)::int n from ${name} t where strpos(t::text, $1) > 0`, [password]);

@@ -25,9 +25,12 @@ describe("which addresses may be reached", () => {
 
   it("public unicast addresses are allowed; loopback only when allowed, and nothing else with it", () => {
     for (const address of ["8.8.8.8", "1.1.1.1", "2606:4700:4700::1111", "::ffff:8.8.4.4"]) expect(refusalOf(address, false)).toBeNull();
+    // ::7f00:1 is 127.0.0.1 in the deprecated IPv4-compatible form (ipaddr.js reads ::a.b.c.d as mapped, judged as a.b.c.d).
+    for (const address of ["::7f00:1", "::a00:1"]) expect(refusalOf(address, true)).toBe("is an IPv4-compatible IPv6 address");
     expect(refusalOf("127.0.0.1", true)).toBeNull();
     expect(refusalOf("::1", true)).toBeNull();
     expect(refusalOf("10.0.0.1", true)).toBe("is a private address");
+    expect(refusalOf("::10.0.0.1", true)).toBe("is a private address");
     expect(refusalOf("169.254.169.254", true)).toBe("is a link-local (cloud metadata) address");
   });
 });

@@ -3,7 +3,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { CreateBucketCommand } from "@aws-sdk/client-s3";
-import { runOnce } from "graphile-worker";
 import nodemailer from "nodemailer";
 // @ts-expect-error s3rver ships no type declarations
 import S3rver from "s3rver";
@@ -15,7 +14,7 @@ import { startSmtpIntake, type SmtpIntake } from "../src/intake/smtp.js";
 import { closeSandbox } from "../src/receipts/sandbox/index.js";
 import { createStorage } from "../src/storage/index.js";
 import { S3Storage } from "../src/storage/s3.js";
-import { tasksFor } from "../worker/tasks.js";
+import { runJobs } from "./helpers/worker.js";
 import { createTenant, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { receiptPdf } from "./helpers/receipt-files.js";
 import { accountsOf, call, CREATE, GET } from "./ledger-fixtures.js";
@@ -146,10 +145,7 @@ describe("receipts mailed and texted in are extracted and matched to the importe
     await h?.close();
   });
 
-  const work = async () => {
-    const taskList = tasksFor(() => createStorage(h.config));
-    for (let i = 0; i < 4; i++) await runOnce({ pgPool: h.owner, taskList, noHandleSignals: true });
-  };
+  const work = () => runJobs(h);
   const receiptsBy = async (source: string) => (await h.owner.query(
     `select r.status, r.match_status, r.vendor_name, r.amount::text, to_char(r.receipt_date, 'YYYY-MM-DD') receipt_date, e.merchant_name
        from app_public.receipts r left join app_public.ledger_events e on e.id = r.event_id

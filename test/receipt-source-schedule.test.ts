@@ -23,7 +23,7 @@ afterAll(async () => {
 const addSource = async (org: string, settings: Record<string, unknown>) => (await h.owner.query(
   `insert into app_public.receipt_sources (organization_id, kind, settings, secret_sealed, next_scan_at)
    values ($1, 'mailbox', $2, $3, now() - interval '1 second') returning id`,
-  [org, settings, sealedBox(h.config.secretsKey).seal("pw", `mailbox:${org}`)])).rows[0].id as string;
+  [org, settings, sealedBox(h.config.secretsKey).seal("pw", "unused")])).rows[0].id as string;
 const scanJobs = async (id: string) => (await h.owner.query(
   `select j.id::text, q.queue_name, j.key from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id
      left join graphile_worker._private_job_queues q on q.id = j.job_queue_id
@@ -75,6 +75,19 @@ describe("the scan schedule", () => {
       .toBe("Not A Member Of This Organization.");
     expect(errorOf(await h.gql(`query($o: UUID!) { listCloudDrives(organizationId: $o) { id } }`, { o: t.organizationId }, t.apiKey)).message)
       .toBe("API Keys Cannot Perform Admin Operations.");
+  });
+
+  it("tells a scan that its source was disconnected meanwhile, and records nothing for it", async () => {
+    const id = await addSource(t.organizationId, { host: "mail4.example.com", port: 993, secure: true, username: "d", folder: "INBOX" });
+    const advance = async () => (await h.owner.query("select app_private.advance_source_cursor($1, '{\"lastUid\": 7}') as ok", [id])).rows[0].ok;
+    expect(await advance()).toBe(true);
+    await h.owner.query("delete from app_public.receipt_sources where id = $1", [id]);
+    expect(await advance()).toBe(false);
+    const { rows: [{ r }] } = await h.owner.query(
+      "select app_private.receive_cloud_drive_object($1, $2, 'scans/a.pdf', 'etag', $3, 'a.pdf', 'application/pdf', 10, repeat('a', 64)) as r",
+      [t.organizationId, id, `${t.organizationId}/cloud-drive/x/a.pdf`]);
+    expect(r).toBeNull();
+    expect((await h.owner.query("select count(*)::int n from app_public.receipts where object_key like '%/cloud-drive/x/%'")).rows[0].n).toBe(0);
   });
 
   it("runs the queueing each minute from the worker's crontab", () => {

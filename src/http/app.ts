@@ -93,7 +93,7 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
     // every other operation to BODY_LIMIT; an anonymous caller's, which can run nothing, to BODY_LIMIT.
     (req, res, next) => (identityOf(res).kind === "anonymous" ? parseBody : parseBulkBody)(req, res, next),
     graphqlGate(() => schema, bodyLimit),
-    idempotency(pools.auth),
+    idempotency(pools.auth, config.secretsKey),
   );
   await serv.addTo(app, server);
   app.use((_req, res) => { res.status(404).json(errorBody("Not found.", "NOT_FOUND")); });

@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHmac, hkdfSync } from "node:crypto";
 import type { NextFunction, Request, Response } from "express";
 import type pg from "pg";
 import { errorBody } from "./errors.js";
@@ -13,9 +13,12 @@ const redactSecrets = (body: string) => body.replace(SECRET_IN_JSON, "null");
  * `Idempotency-Key` on mutations, as Stripe does: the first request with a key (per credential,
  * for 24 hours) runs and its response is stored; a repeat gets that response without running the
  * mutation again; the same key with another body is refused. The claim is a row in PostgreSQL,
- * so concurrent repeats across server processes run the mutation once.
+ * so concurrent repeats across server processes run the mutation once. The request is kept as
+ * an HMAC under a key derived from SECRETS_KEY: a request may carry a password (connectMailbox),
+ * and a plain hash of it would let a copy of the database test guesses.
  */
-export function idempotency(authPool: pg.Pool) {
+export function idempotency(authPool: pg.Pool, secretsKey: Buffer) {
+  const digestKey = Buffer.from(hkdfSync("sha256", secretsKey, Buffer.alloc(0), "idempotency request digest", 32));
   return async (req: Request, res: Response, next: NextFunction) => {
     const key = req.get("Idempotency-Key");
     const identity = identityOf(res);
@@ -25,7 +28,7 @@ export function idempotency(authPool: pg.Pool) {
     }
     const credential = identity.kind === "apiKey" ? `key:${identity.apiKeyId}` : `user:${identity.userId}`;
     const { query, variables, operationName } = req.body as Record<string, unknown>;
-    const digest = createHash("sha256").update(JSON.stringify([query, variables ?? null, operationName ?? null])).digest("hex");
+    const digest = createHmac("sha256", digestKey).update(JSON.stringify([query, variables ?? null, operationName ?? null])).digest("hex");
     try {
       const { rows } = await authPool.query<{ outcome: string; response_status: number | null; response_body: string | null }>(
         "select * from app_private.claim_idempotency_key($1, $2, $3, $4)",

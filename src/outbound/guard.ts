@@ -31,13 +31,24 @@ export interface CheckedAddress {
 
 const systemResolve = (host: string) => dnsLookup(host, { all: true, verbatim: true });
 
+/** An address as it is judged: an IPv4 address written as IPv6 (::ffff:10.0.0.1) is that IPv4 address. */
+function judged(address: string): ipaddr.IPv4 | ipaddr.IPv6 {
+  const ip = ipaddr.parse(address);
+  return ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress() ? (ip as ipaddr.IPv6).toIPv4Address() : ip;
+}
+
+/** A loopback address (127.0.0.0/8, ::1, or either written as IPv6). */
+export const isLoopback = (address: string) => ipaddr.isValid(address) && judged(address).range() === "loopback";
+
 /** Why an address may not be reached, or null when it may (public unicast, or loopback when allowed). */
 export function refusalOf(address: string, allowLoopback: boolean): string | null {
   if (!ipaddr.isValid(address)) return "is not an IP address";
-  let ip = ipaddr.parse(address);
-  // An IPv4 address written as IPv6 (::ffff:10.0.0.1) is judged as the IPv4 address it is.
-  if (ip.kind() === "ipv6" && (ip as ipaddr.IPv6).isIPv4MappedAddress()) ip = (ip as ipaddr.IPv6).toIPv4Address();
+  const ip = judged(address);
   const range = ip.range();
+  // The deprecated IPv4-compatible form (::a.b.c.d, ::/96) hides an IPv4 address from the ranges.
+  if (range === "unicast" && ip.kind() === "ipv6" && (ip as ipaddr.IPv6).parts.slice(0, 6).every((p) => p === 0)) {
+    return "is an IPv4-compatible IPv6 address";
+  }
   if (range === "unicast") return null;
   if (range === "loopback" && allowLoopback) return null;
   const words = RANGE_WORDS[range] ?? range.replace(/[A-Z]/g, (c) => " " + c.toLowerCase());

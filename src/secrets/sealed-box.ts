@@ -3,8 +3,8 @@ import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 /**
  * Secrets the server must read back (a mailbox password, a cloud drive's secret key), sealed
  * with AES-256-GCM under SECRETS_KEY before they reach the database (decisions §13). A sealed
- * value is `v1:<iv>:<tag>:<ciphertext>` (base64). `context` (its kind and organization) is
- * authenticated with it, so a value copied to another organization's row does not open there.
+ * value is `v1:<iv>:<tag>:<ciphertext>` (base64). `context` (the source's kind, organization and
+ * id) is authenticated with it, so a value copied to another row does not open there.
  */
 export interface SealedBox {
   seal(plaintext: string, context: string): string;
@@ -46,5 +46,6 @@ export function sealedBox(key: Buffer): SealedBox {
   };
 }
 
-/** What a source's secret is sealed against: its kind and organization. */
-export const sourceSecretContext = (kind: "mailbox" | "cloud_drive", organizationId: string) => `${kind}:${organizationId}`;
+/** What a source's secret is sealed against: its kind, organization and id. */
+export const sourceSecretContext = (kind: "mailbox" | "cloud_drive", organizationId: string, sourceId: string) =>
+  `${kind}:${organizationId}:${sourceId}`;

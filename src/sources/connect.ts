@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { WithPgClient } from "postgraphile/@dataplan/pg";
 import { callAsCaller } from "../../plugins/sql-operations.js";
 import type { OutboundOptions } from "../outbound/guard.js";
@@ -25,7 +26,7 @@ const MAX_SECRET_LENGTH = 1024;
  */
 async function connectSource<S>(ctx: SourceContext, kind: "mailbox" | "cloud_drive", organizationId: string, secret: unknown,
   settingsCall: { text: string; values: unknown[] }, test: (settings: S, secret: string) => Promise<string | null>,
-  storeCall: (sealed: string) => { text: string; values: unknown[] }): Promise<unknown> {
+  storeCall: (sourceId: string, sealed: string) => { text: string; values: unknown[] }): Promise<unknown> {
   const noun = kind === "mailbox" ? "Password" : "Secret access key";
   if (typeof secret !== "string" || secret === "") return { success: false, error: `${noun} is required.` };
   if (secret.length > MAX_SECRET_LENGTH) return { success: false, error: `${noun} must be at most ${MAX_SECRET_LENGTH} characters.` };
@@ -33,8 +34,10 @@ async function connectSource<S>(ctx: SourceContext, kind: "mailbox" | "cloud_dri
   if (isFailure(settings)) return settings;
   const refusal = await ctx.withPgClient.outside(() => test(settings as S, secret));
   if (refusal !== null) return { success: false, error: refusal };
-  const sealed = ctx.receiptSources.secrets.seal(secret, sourceSecretContext(kind, organizationId));
-  const stored = storeCall(sealed);
+  // The id is made here, so that the secret is sealed to this one source.
+  const sourceId = randomUUID();
+  const sealed = ctx.receiptSources.secrets.seal(secret, sourceSecretContext(kind, organizationId, sourceId));
+  const stored = storeCall(sourceId, sealed);
   return callAsCaller(ctx, stored.text, stored.values);
 }
 
@@ -43,7 +46,7 @@ export function connectMailbox(ctx: SourceContext, a: Record<string, any>): Prom
   return connectSource<MailboxSettings>(ctx, "mailbox", a.organizationId, a.password,
     { text: "select app_private.mailbox_settings($1, $2, $3, $4, $5, $6) as result", values: fields },
     (settings, password) => testMailbox(settings, password, ctx.receiptSources.outbound),
-    (sealed) => ({ text: "select app_private.connect_mailbox($1, $2, $3, $4, $5, $6, $7) as result", values: [...fields, sealed] }));
+    (sourceId, sealed) => ({ text: "select app_private.connect_mailbox($1, $2, $3, $4, $5, $6, $7, $8) as result", values: [...fields, sourceId, sealed] }));
 }
 
 export function connectCloudDrive(ctx: SourceContext, a: Record<string, any>): Promise<unknown> {
@@ -51,5 +54,5 @@ export function connectCloudDrive(ctx: SourceContext, a: Record<string, any>): P
   return connectSource<CloudDriveSettings>(ctx, "cloud_drive", a.organizationId, a.secretAccessKey,
     { text: "select app_private.cloud_drive_settings($1, $2, $3, $4, $5, $6) as result", values: fields },
     (settings, secret) => testCloudDrive(settings, secret, ctx.receiptSources.outbound),
-    (sealed) => ({ text: "select app_private.connect_cloud_drive($1, $2, $3, $4, $5, $6, $7) as result", values: [...fields, sealed] }));
+    (sourceId, sealed) => ({ text: "select app_private.connect_cloud_drive($1, $2, $3, $4, $5, $6, $7, $8) as result", values: [...fields, sourceId, sealed] }));
 }

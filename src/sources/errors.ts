@@ -26,3 +26,22 @@ export function networkFailure(e: unknown, where: string, timeoutSeconds: number
   }
   return null;
 }
+
+/**
+ * A time limit on all of a scan or a connection test: socket timeouts only catch a silent
+ * server, not one that trickles a byte at a time. `signal` aborts when it passes (the caller
+ * closes its client then); `expired(e)` is the error to report for whatever failed because of it.
+ */
+export function deadline(ms: number, what: string) {
+  const controller = new AbortController();
+  const reason = new SourceError(`${what} did not finish within ${Math.round(ms / 1000)} s and was stopped.`);
+  const timer = setTimeout(() => controller.abort(reason), ms);
+  timer.unref();
+  return {
+    signal: controller.signal,
+    /** The deadline's error when it has passed (whatever `e` says), else `e`. */
+    expired: (e: unknown): unknown => (controller.signal.aborted ? reason : e),
+    clear: () => clearTimeout(timer),
+  };
+}
+export type Deadline = ReturnType<typeof deadline>;

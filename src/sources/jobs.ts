@@ -4,9 +4,10 @@ import type { Config } from "../config.js";
 import type { OutboundOptions } from "../outbound/guard.js";
 import { sealedBox, sourceSecretContext } from "../secrets/sealed-box.js";
 import type { Storage } from "../storage/index.js";
-import { describeStoreError, type CloudDriveSettings } from "./cloud-drive/client.js";
+import type { CloudDriveSettings } from "./cloud-drive/client.js";
 import { scanCloudDrive } from "./cloud-drive/scan.js";
-import { describeMailboxError, type MailboxSettings } from "./mailbox/connection.js";
+import { deadline, SourceError, withoutSecret } from "./errors.js";
+import type { MailboxSettings } from "./mailbox/connection.js";
 import { scanMailbox } from "./mailbox/scan.js";
 import { emptyScanReport, type ScanReport } from "./scan-report.js";
 
@@ -34,41 +35,55 @@ export interface SourceScanDeps { owner: pg.Pool; storage: Storage; config: Conf
 
 const outboundOf = (config: Config): OutboundOptions => ({ allowLoopback: config.outboundAllowLoopback });
 
+/** A scan in all: a server that trickles bytes cannot hold a worker's slot longer. */
+const SCAN_DEADLINE_MS = 10 * 60_000;
+
 /**
- * One scan of a mailbox or cloud drive. Its outcome is kept on the source (status, lastError,
- * lastScannedAt) and its report returned for app_private.job_results. A source that fails (a
- * refused login, an unreachable host, a bad certificate) is `error` and retried by the schedule
- * with backoff; the failure ends this job (an error with `permanent`, carrying what the scan did
- * before it), never the worker. A source disconnected meanwhile is nothing to do.
+ * One scan of a mailbox or cloud drive. What the tenant's server does wrong (a refused login, an
+ * unreachable host, a bad certificate, a scan past its deadline) is kept on the source (status
+ * `error`, lastError, lastScannedAt), retried by the schedule with backoff, and ends this job (an
+ * error with `permanent`, carrying what the scan did before it), never the worker. Our own
+ * failures (the database, our storage) leave the source as it is and are retried by
+ * graphile-worker. A source disconnected meanwhile is nothing more to do.
  */
 export async function runSourceScan(deps: SourceScanDeps, payload: SourceScanPayload): Promise<Record<string, unknown>> {
   const { owner, storage, config } = deps;
   const { rows: [{ source }] } = await owner.query<{ source: StoredSource | null }>(
     "select app_private.source_for_scan($1) as source", [payload.receiptSourceId]);
-  if (!source || source.organizationId !== payload.organizationId) return { receiptSourceId: payload.receiptSourceId, disconnected: true };
+  const id = payload.receiptSourceId;
+  if (!source || source.organizationId !== payload.organizationId) return { receiptSourceId: id, disconnected: true };
   const interval = source.kind === "mailbox" ? config.mailboxScanIntervalSeconds : config.cloudDriveScanIntervalSeconds;
   const finish = (error: string | null, more: boolean) => owner.query(
-    "select app_private.finish_source_scan($1, $2, make_interval(secs => $3), $4)", [payload.receiptSourceId, error, interval, more]);
+    "select app_private.finish_source_scan($1, $2, make_interval(secs => $3), $4)", [id, error, interval, more]);
   const report: ScanReport = emptyScanReport();
   let secret = "";
+  const limit = deadline(SCAN_DEADLINE_MS, "The scan");
   try {
-    secret = sealedBox(config.secretsKey).open(source.secretSealed, sourceSecretContext(source.kind, source.organizationId));
-    const scanSource = { id: payload.receiptSourceId, organizationId: source.organizationId, secret, cursor: source.cursor };
+    try {
+      secret = sealedBox(config.secretsKey).open(source.secretSealed, sourceSecretContext(source.kind, source.organizationId, id));
+    } catch (e) {
+      throw new SourceError(`${(e as Error).message} Connect the ${source.kind === "mailbox" ? "mailbox" : "cloud drive"} again.`);
+    }
+    const scanSource = { id, organizationId: source.organizationId, secret, cursor: source.cursor };
     if (source.kind === "mailbox") {
-      await scanMailbox(owner, storage, outboundOf(config), { ...scanSource, settings: source.settings as MailboxSettings }, report);
+      await scanMailbox(owner, storage, outboundOf(config), { ...scanSource, settings: source.settings as MailboxSettings }, report, limit);
     } else {
-      await scanCloudDrive(owner, storage, outboundOf(config), { ...scanSource, settings: source.settings as CloudDriveSettings }, report);
+      await scanCloudDrive(owner, storage, outboundOf(config), { ...scanSource, settings: source.settings as CloudDriveSettings }, report, limit);
     }
   } catch (e) {
-    const reason = source.kind === "mailbox"
-      ? describeMailboxError(e, source.settings as MailboxSettings, secret)
-      : describeStoreError(e, source.settings as CloudDriveSettings, secret);
-    // The database unreachable: the job fails as it is, and graphile-worker retries it.
-    await finish(reason, false).catch(() => { throw e; });
-    throw Object.assign(new Error(reason), { permanent: true, result: { receiptSourceId: payload.receiptSourceId, ...report } });
+    const result = { receiptSourceId: id, ...report };
+    if (e instanceof SourceError) {
+      const reason = withoutSecret(e.message, secret);
+      // The database unreachable: the job fails, and graphile-worker retries it.
+      await finish(reason, false).catch((dbError) => { throw Object.assign(dbError as Error, { result }); });
+      throw Object.assign(new Error(reason), { permanent: true, result });
+    }
+    throw Object.assign(new Error(withoutSecret(`The scan failed on our side: ${(e as Error).message}`, secret)), { result });
+  } finally {
+    limit.clear();
   }
-  await finish(null, report.more);
-  return { receiptSourceId: payload.receiptSourceId, ...report };
+  if (!report.disconnected) await finish(null, report.more);
+  return { receiptSourceId: id, ...report };
 }
 
 /** The cron's task: every source whose scan is due is queued, each on its own queue. */

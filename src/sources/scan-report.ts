@@ -1,3 +1,5 @@
+import type pg from "pg";
+
 /**
  * What one scan of a source did (decisions §13), recorded in app_private.job_results: messages
  * or objects seen, receipts created, duplicates (seen before: same Message-ID or file), refused
@@ -13,6 +15,8 @@ export interface ScanReport {
   skipped: number;
   /** It stopped at its limit with more to read: the next scan is queued at once. */
   more: boolean;
+  /** The source was disconnected during the scan, which stopped there. */
+  disconnected?: boolean;
 }
 
 export const emptyScanReport = (): ScanReport => ({ scanned: 0, created: 0, duplicates: 0, refused: 0, skipped: 0, more: false });
@@ -24,4 +28,11 @@ export interface ScanSource<S> {
   settings: S;
   secret: string;
   cursor: Record<string, unknown>;
+}
+
+/** Keeps a scan's progress; false when the source was disconnected meanwhile (the scan stops). */
+export async function advanceCursor(owner: pg.Pool, sourceId: string, cursor: Record<string, unknown>): Promise<boolean> {
+  const { rows: [{ connected }] } = await owner.query<{ connected: boolean }>(
+    "select app_private.advance_source_cursor($1, $2) as connected", [sourceId, JSON.stringify(cursor)]);
+  return connected;
 }

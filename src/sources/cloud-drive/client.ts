@@ -1,8 +1,8 @@
 import http from "node:http";
 import https from "node:https";
 import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
-import { checkOutbound, guardedLookup, OutboundRefused, type OutboundOptions } from "../../outbound/guard.js";
-import { networkFailure, SourceError, withoutSecret } from "../errors.js";
+import { checkOutbound, guardedLookup, isLoopback, OutboundRefused, type OutboundOptions } from "../../outbound/guard.js";
+import { deadline, networkFailure, SourceError, withoutSecret } from "../errors.js";
 
 /** A cloud-drive folder as connectCloudDrive stored it (migrations/fixtures/sources/cloud-drives.sql). */
 export interface CloudDriveSettings {
@@ -16,6 +16,8 @@ export interface CloudDriveSettings {
 
 const CONNECT_TIMEOUT_MS = 10_000;
 const REQUEST_TIMEOUT_MS = 30_000;
+/** connectCloudDrive's test in all. */
+const TEST_DEADLINE_MS = 30_000;
 
 /**
  * A client of the tenant's store that connects only where the outbound guard allows (decisions
@@ -25,15 +27,17 @@ const REQUEST_TIMEOUT_MS = 30_000;
  */
 export async function cloudDriveClient(settings: CloudDriveSettings, secretAccessKey: string, outbound: OutboundOptions): Promise<S3Client> {
   const url = new URL(settings.endpoint ?? `https://s3.${settings.region}.amazonaws.com`);
-  if (url.protocol !== "https:" && !(url.protocol === "http:" && outbound.allowLoopback)) {
-    throw new SourceError("The endpoint must be an https URL.");
-  }
+  const secure = url.protocol === "https:";
+  if (!secure && !outbound.allowLoopback) throw new SourceError("The endpoint must be an https URL.");
+  let checked;
   try {
-    await checkOutbound(url.hostname, outbound);
+    checked = await checkOutbound(url.hostname, outbound);
   } catch (e) {
     if (e instanceof OutboundRefused) throw new SourceError(e.message);
     throw e;
   }
+  // Plain http in development, to a loopback server only.
+  if (!secure && !(url.protocol === "http:" && isLoopback(checked.address))) throw new SourceError("The endpoint must be an https URL.");
   const lookup = guardedLookup(outbound);
   return new S3Client({
     region: settings.region,
@@ -72,15 +76,17 @@ export function describeStoreError(e: unknown, settings: CloudDriveSettings, sec
 /** connectCloudDrive's test: list the objects under the prefix. Null when it worked, else why not. */
 export async function testCloudDrive(settings: CloudDriveSettings, secret: string, outbound: OutboundOptions): Promise<string | null> {
   let client: S3Client | undefined;
+  const limit = deadline(TEST_DEADLINE_MS, "The store");
   try {
     client = await cloudDriveClient(settings, secret, outbound);
     // One page, as a scan reads it (not MaxKeys 1: s3rver 3.7.1 on Node 22 fails any truncated
     // listing, with ERR_OSSL_EVP_UNSUPPORTED; see the README).
-    await client.send(new ListObjectsV2Command({ Bucket: settings.bucket, Prefix: settings.prefix || undefined }));
+    await client.send(new ListObjectsV2Command({ Bucket: settings.bucket, Prefix: settings.prefix || undefined }), { abortSignal: limit.signal });
     return null;
   } catch (e) {
-    return describeStoreError(e, settings, secret);
+    return describeStoreError(limit.expired(e), settings, secret);
   } finally {
+    limit.clear();
     client?.destroy();
   }
 }

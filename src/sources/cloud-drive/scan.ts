@@ -6,50 +6,93 @@ import { FileTooLarge } from "../../receipts/inspect.js";
 import { RECEIPT_MAX_BYTES, storeReceiptFile } from "../../receipts/store-file.js";
 import type { OutboundOptions } from "../../outbound/guard.js";
 import { keySegment, type Storage } from "../../storage/index.js";
-import type { ScanReport, ScanSource } from "../scan-report.js";
-import { cloudDriveClient, type CloudDriveSettings } from "./client.js";
+import { SourceError, type Deadline } from "../errors.js";
+import { advanceCursor, type ScanReport, type ScanSource } from "../scan-report.js";
+import { cloudDriveClient, describeStoreError, type CloudDriveSettings } from "./client.js";
 
-/** Objects read by one scan at most; the rest are read by the next, queued at once. */
+/** Objects read by one scan at most, and listing pages (of up to 1,000 keys) looked at. */
 export const MAX_OBJECTS_PER_SCAN = 500;
+export const MAX_PAGES_PER_SCAN = 10;
+
+interface DriveCursor { startAfter?: string | null }
 
 /**
  * Reads the objects under a cloud drive's prefix that were not read before with their current
  * ETag (decisions §13): each of an allowed type becomes a receipt (source cloud_drive), and every
  * one read is remembered, refused ones too, so a re-scan reads nothing and a replaced object
- * (a new ETag) is read again. A listing page is compared with what was read in one query.
+ * (a new ETag) is read again. A listing page is compared with what was read in one query. A
+ * scan goes through at most 10 pages and 500 objects; the key it stopped after is kept, the next
+ * scan (queued at once) goes on from there, and one that reaches the end starts the next pass
+ * from the beginning. What the store does wrong is a SourceError; our own failures (database,
+ * storage) are thrown as they are.
  */
 export async function scanCloudDrive(owner: pg.Pool, storage: Storage, outbound: OutboundOptions,
-    source: ScanSource<CloudDriveSettings>, report: ScanReport): Promise<void> {
-  const client = await cloudDriveClient(source.settings, source.secret, outbound);
+    source: ScanSource<CloudDriveSettings>, report: ScanReport, limit: Deadline,
+    most = { objects: MAX_OBJECTS_PER_SCAN, pages: MAX_PAGES_PER_SCAN }): Promise<void> {
+  const s3 = async <T>(call: () => Promise<T>): Promise<T> => {
+    try {
+      return await call();
+    } catch (e) {
+      throw new SourceError(describeStoreError(limit.expired(e), source.settings, source.secret));
+    }
+  };
+  const client = await s3(() => cloudDriveClient(source.settings, source.secret, outbound));
+  const keep = async (startAfter: string | null) => {
+    if (!(await advanceCursor(owner, source.id, { startAfter }))) report.disconnected = true;
+  };
   try {
-    let budget = MAX_OBJECTS_PER_SCAN;
+    let budget = most.objects;
     let token: string | undefined;
-    do {
-      const page = await client.send(new ListObjectsV2Command({
-        Bucket: source.settings.bucket, Prefix: source.settings.prefix || undefined, ContinuationToken: token,
-      }));
+    let position = (source.cursor as DriveCursor).startAfter ?? null;
+    for (let pages = 0; ; pages++) {
+      if (pages === most.pages) {
+        report.more = true;
+        break;
+      }
+      const page = await s3(() => client.send(new ListObjectsV2Command({
+        Bucket: source.settings.bucket, Prefix: source.settings.prefix || undefined,
+        ...(token ? { ContinuationToken: token } : { StartAfter: position ?? undefined }),
+      }), { abortSignal: limit.signal }));
       // A key ending in a slash is a folder marker, not a file.
       const objects = (page.Contents ?? []).filter((o) => o.Key && !o.Key.endsWith("/") && o.ETag);
       report.scanned += objects.length;
       const { rows } = await owner.query<{ n: number }>("select app_private.cloud_drive_unread($1, $2, $3) as n",
         [source.id, objects.map((o) => o.Key), objects.map((o) => o.ETag)]);
       report.skipped += objects.length - rows.length;
+      let read = 0;
       for (const { n } of rows) {
         if (budget-- === 0) {
           report.more = true;
           break;
         }
-        await readObject(client, owner, storage, source, objects[n - 1], report);
+        await readObject(s3, client, owner, storage, source, objects[n - 1], report, limit);
+        read = n;
+        await keep(objects[n - 1].Key!);
+        if (report.disconnected) return;
       }
-      token = page.IsTruncated ? page.NextContinuationToken : undefined;
-    } while (token && !report.more);
+      if (report.more) {
+        // The last object read (or the one before the page) is where the next scan goes on.
+        if (read === 0) await keep(position);
+        return;
+      }
+      const lastKey = page.Contents?.at(-1)?.Key;
+      if (!page.IsTruncated || !page.NextContinuationToken || !lastKey) {
+        await keep(null); // the end: the next pass starts from the beginning
+        return;
+      }
+      token = page.NextContinuationToken;
+      position = lastKey;
+      await keep(position);
+      if (report.disconnected) return;
+    }
+    await keep(position);
   } finally {
     client.destroy();
   }
 }
 
-async function readObject(client: S3Client, owner: pg.Pool, storage: Storage, source: ScanSource<CloudDriveSettings>,
-    object: _Object, report: ScanReport): Promise<void> {
+async function readObject(s3: <T>(call: () => Promise<T>) => Promise<T>, client: S3Client, owner: pg.Pool, storage: Storage,
+    source: ScanSource<CloudDriveSettings>, object: _Object, report: ScanReport, limit: Deadline): Promise<void> {
   const driveKey = object.Key!;
   const etag = object.ETag!;
   const remember = (outcome: "refused") => owner.query("select app_private.record_cloud_drive_object($1, $2, $3, $4, $5)",
@@ -59,22 +102,21 @@ async function readObject(client: S3Client, owner: pg.Pool, storage: Storage, so
     await remember("refused");
     return;
   }
-  let body: Readable;
-  try {
-    // IfMatch: the version listed, or nothing (one replaced meanwhile is read by the next scan).
-    const got = await client.send(new GetObjectCommand({ Bucket: source.settings.bucket, Key: driveKey, IfMatch: etag }));
-    body = got.Body as Readable;
-  } catch (e) {
+  // IfMatch: the version listed, or nothing (one replaced or deleted meanwhile is for the next scan).
+  const got = await s3(() => client.send(new GetObjectCommand({ Bucket: source.settings.bucket, Key: driveKey, IfMatch: etag }),
+    { abortSignal: limit.signal }).catch((e) => {
     const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-    if (status === 412 || status === 404) return;
+    if (status === 412 || status === 404) return null;
     throw e;
-  }
+  }));
+  if (!got) return;
+  const body = got.Body as Readable;
   const key = `${source.organizationId}/cloud-drive/${randomUUID()}/${keySegment(driveKey.split("/").pop()!)}`;
   let file;
   try {
     file = await storeReceiptFile(storage, key, body);
   } catch (e) {
-    if (!(e instanceof FileTooLarge)) throw e;
+    if (!(e instanceof FileTooLarge)) throw limit.expired(e);
     file = null;
   } finally {
     body.destroy();
@@ -85,10 +127,13 @@ async function readObject(client: S3Client, owner: pg.Pool, storage: Storage, so
     return;
   }
   try {
-    const { rows: [{ r }] } = await owner.query<{ r: { receiptId: string; duplicate: boolean } }>(
+    const { rows: [{ r }] } = await owner.query<{ r: { receiptId: string; duplicate: boolean } | null }>(
       "select app_private.receive_cloud_drive_object($1, $2, $3, $4, $5, $6, $7, $8, $9) as r",
       [source.organizationId, source.id, driveKey, etag, key, driveKey.split("/").pop()!, file.contentType, file.size, file.sha256]);
-    if (r.duplicate) {
+    if (r === null) {
+      report.disconnected = true; // its source is gone: nothing was recorded
+      await storage.delete(key).catch(() => {});
+    } else if (r.duplicate) {
       report.duplicates++;
       await storage.delete(key).catch(() => {});
     } else {

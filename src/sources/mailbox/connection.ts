@@ -1,7 +1,7 @@
 import { ImapFlow } from "imapflow";
-import { checkOutbound, OutboundRefused, type OutboundOptions } from "../../outbound/guard.js";
+import { checkOutbound, isLoopback, OutboundRefused, type OutboundOptions } from "../../outbound/guard.js";
 import { EMAIL_MAX_BYTES } from "../../intake/email.js";
-import { networkFailure, SourceError, withoutSecret } from "../errors.js";
+import { deadline, networkFailure, SourceError, withoutSecret, type Deadline } from "../errors.js";
 
 /** A mailbox as connectMailbox stored it (migrations/fixtures/sources/mailboxes.sql). */
 export interface MailboxSettings {
@@ -15,35 +15,44 @@ export interface MailboxSettings {
 /** How long the server waits on a mailbox server: to connect and greet, then between answers. */
 export const CONNECT_TIMEOUT_MS = 15_000;
 const SOCKET_TIMEOUT_MS = 60_000;
+/** connectMailbox's test in all. */
+const TEST_DEADLINE_MS = 30_000;
 
 /**
  * Logs in to a mailbox and opens its folder read-only (IMAP EXAMINE: nothing is marked read,
  * moved or deleted, whatever is fetched). The host passes the outbound guard first, and the
  * socket goes to the address it checked (decisions §13). Over port 143 (`secure: false`) the
- * login is only sent after STARTTLS, except for loopback development servers. Every failure is
- * a SourceError that says what went wrong in words, without the password.
+ * login is only sent after STARTTLS, except to a loopback server in development. The client is
+ * closed when `limit` passes. Every failure is a SourceError that says what went wrong in words,
+ * without the password.
  */
-export async function openMailbox(settings: MailboxSettings, password: string, outbound: OutboundOptions) {
+export async function openMailbox(settings: MailboxSettings, password: string, outbound: OutboundOptions, limit: Deadline) {
   let client: ImapFlow | undefined;
   try {
     const checked = await checkOutbound(settings.host, outbound);
+    const plainAllowed = outbound.allowLoopback && isLoopback(checked.address);
     client = new ImapFlow({
       host: checked.address,
       port: settings.port,
       secure: settings.secure,
       // The certificate is checked against the name the tenant gave, not the address.
       servername: checked.address === checked.host ? undefined : checked.host,
-      doSTARTTLS: settings.secure ? undefined : (outbound.allowLoopback ? undefined : true),
+      doSTARTTLS: settings.secure || plainAllowed ? undefined : true,
       auth: { user: settings.username, pass: password },
       logger: false,
       disableAutoIdle: true,
       connectionTimeout: CONNECT_TIMEOUT_MS,
       greetingTimeout: CONNECT_TIMEOUT_MS,
       socketTimeout: SOCKET_TIMEOUT_MS,
-      // A hostile server cannot make the worker hold more than one message's worth at a time.
+      // A hostile server cannot make the worker hold much more than one message at a time.
       maxLiteralSize: EMAIL_MAX_BYTES + 1024 * 1024,
+      maxResponseSize: EMAIL_MAX_BYTES + 2 * 1024 * 1024,
+      maxLineLength: 8 * 1024 * 1024,
+      maxResponseTokens: 200_000,
     });
     client.on("error", () => {}); // reported by the command that fails
+    const opened = client;
+    limit.signal.addEventListener("abort", () => opened.close(), { once: true });
     await client.connect();
     try {
       return { client, mailbox: await client.mailboxOpen(settings.folder, { readOnly: true }) };
@@ -56,19 +65,22 @@ export async function openMailbox(settings: MailboxSettings, password: string, o
     }
   } catch (e) {
     client?.close();
-    throw new SourceError(describeMailboxError(e, settings, password));
+    throw new SourceError(describeMailboxError(limit.expired(e), settings, password));
   }
 }
 
 /** connectMailbox's test: log in, open the folder, log out. Null when it worked, else why not. */
 export async function testMailbox(settings: MailboxSettings, password: string, outbound: OutboundOptions): Promise<string | null> {
+  const limit = deadline(TEST_DEADLINE_MS, "The mailbox server");
   try {
-    const { client } = await openMailbox(settings, password, outbound);
+    const { client } = await openMailbox(settings, password, outbound, limit);
     await client.logout().catch(() => client.close());
     return null;
   } catch (e) {
     if (e instanceof SourceError) return e.message;
     throw e;
+  } finally {
+    limit.clear();
   }
 }
 
@@ -79,12 +91,12 @@ export function describeMailboxError(e: unknown, settings: MailboxSettings, pass
 
 function describe(e: unknown, where: string): string {
   if (e instanceof OutboundRefused) return e.message;
-  const err = e as { authenticationFailed?: boolean; serverResponseCode?: string; responseText?: string; message?: string; code?: string };
+  const err = e as { authenticationFailed?: boolean; responseText?: string; message?: string; code?: string };
   if (err?.authenticationFailed) return `The mailbox server ${where} refused the login: check the username and password.`;
   const network = networkFailure(e, where, CONNECT_TIMEOUT_MS / 1000);
   if (network) return network;
   if (err?.code === "MissingServerExtension" || /STARTTLS/i.test(err?.message ?? "")) {
     return `The mailbox server ${where} does not offer STARTTLS: use its TLS port (secure: true), so that the password is never sent in clear.`;
   }
-  return `Could not open the mailbox at ${where}: ${err?.responseText || err?.message || String(e)}`;
+  return `The mailbox server ${where} failed: ${err?.responseText || err?.message || String(e)}`;
 }

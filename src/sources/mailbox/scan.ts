@@ -4,8 +4,9 @@ import { EMAIL_MAX_BYTES, MalformedMessage, MessageTooLarge, parseEmail } from "
 import { receiveIntake } from "../../intake/receive.js";
 import type { OutboundOptions } from "../../outbound/guard.js";
 import type { Storage } from "../../storage/index.js";
-import type { ScanReport, ScanSource } from "../scan-report.js";
-import { openMailbox, type MailboxSettings } from "./connection.js";
+import { SourceError, type Deadline } from "../errors.js";
+import { advanceCursor, type ScanReport, type ScanSource } from "../scan-report.js";
+import { describeMailboxError, openMailbox, type MailboxSettings } from "./connection.js";
 
 /** Messages read by one scan at most; the rest are read by the next, queued at once. */
 export const MAX_MESSAGES_PER_SCAN = 200;
@@ -18,40 +19,58 @@ interface MailboxCursor { uidValidity?: string; lastUid?: number }
 /**
  * Reads the new messages of a mailbox's folder (decisions §13). The folder is opened read-only
  * and fetched with BODY.PEEK, so nothing is marked read. A first scan, or one after UIDVALIDITY
- * changed, reads the last 30 days; later ones the UIDs above the last one read, which is kept
- * after each message, so a scan cut short resumes where it stopped. A message goes through
- * email intake (the same parsing and receiving as SMTP): only its attachments of an allowed type
- * become receipts, and its Message-ID is never received twice.
+ * changed, reads the last 30 days; later ones the UIDs above the last one read. The cursor is
+ * kept after each message (a scan cut short resumes where it stopped) and, once a first scan is
+ * through, moved to the folder's last UID, so older messages are never read. A message goes
+ * through e-mail intake (the same parsing and receiving as SMTP): only its attachments of an
+ * allowed type become receipts, and its Message-ID is never received twice. What the mailbox
+ * server does wrong is a SourceError; our own failures (database, storage) are thrown as they are.
  */
 export async function scanMailbox(owner: pg.Pool, storage: Storage, outbound: OutboundOptions,
-    source: ScanSource<MailboxSettings>, report: ScanReport): Promise<void> {
-  const { client, mailbox } = await openMailbox(source.settings, source.secret, outbound);
+    source: ScanSource<MailboxSettings>, report: ScanReport, limit: Deadline): Promise<void> {
+  const { client, mailbox } = await openMailbox(source.settings, source.secret, outbound, limit);
+  // A call to the mailbox server: its failure is the source's.
+  const imap = async <T>(call: () => Promise<T>): Promise<T> => {
+    try {
+      return await call();
+    } catch (e) {
+      throw new SourceError(describeMailboxError(limit.expired(e), source.settings, source.secret));
+    }
+  };
   try {
     const cursor = source.cursor as MailboxCursor;
     const uidValidity = String(mailbox.uidValidity);
     const continuing = cursor.uidValidity === uidValidity && typeof cursor.lastUid === "number";
     const lastUid = continuing ? cursor.lastUid! : 0;
-    const found = (continuing
-      ? await client.search({ uid: `${lastUid + 1}:*` }, { uid: true })
-      : await client.search({ since: new Date(Date.now() - FIRST_SCAN_DAYS * 86_400_000) }, { uid: true })) || [];
+    const found = await imap(() => continuing
+      ? client.search({ uid: `${lastUid + 1}:*` }, { uid: true })
+      : client.search({ since: new Date(Date.now() - FIRST_SCAN_DAYS * 86_400_000) }, { uid: true }));
+    if (!Array.isArray(found)) throw new SourceError(`The mailbox server ${source.settings.host}:${source.settings.port} refused to search the folder.`);
     // `N:*` names the last message even when its UID is below N.
     const uids = found.filter((uid) => uid > lastUid).sort((a, b) => a - b);
     report.more = uids.length > MAX_MESSAGES_PER_SCAN;
-    const advance = (uid: number) => owner.query("select app_private.advance_source_cursor($1, $2)",
-      [source.id, JSON.stringify({ uidValidity, lastUid: uid })]);
-    if (uids.length === 0 && !continuing) await advance(0);
+    const advance = async (uid: number) => {
+      if (!(await advanceCursor(owner, source.id, { uidValidity, lastUid: uid }))) report.disconnected = true;
+    };
 
+    let last = lastUid;
     const toRead = uids.slice(0, MAX_MESSAGES_PER_SCAN);
-    for (let i = 0; i < toRead.length; i += FETCH_BATCH) {
+    for (let i = 0; i < toRead.length && !report.disconnected; i += FETCH_BATCH) {
       const batch = toRead.slice(i, i + FETCH_BATCH);
-      const headers = await client.fetchAll(batch.join(","), { uid: true, size: true, envelope: true, bodyStructure: true }, { uid: true });
-      headers.sort((a, b) => a.uid - b.uid);
+      const asked = new Set(batch);
+      const headers = (await imap(() => client.fetchAll(batch.join(","), { uid: true, size: true, envelope: true, bodyStructure: true }, { uid: true })))
+        .filter((m) => asked.has(m.uid)) // a server's unasked answers are not read
+        .sort((a, b) => a.uid - b.uid);
       for (const message of headers) {
         report.scanned++;
-        await readMessage(client, owner, storage, source, message, uidValidity, report);
+        await readMessage(imap, client, owner, storage, source, message, uidValidity, report);
         await advance(message.uid);
+        last = message.uid;
+        if (report.disconnected) break;
       }
     }
+    // A first scan that has read all it found: what is older is never read by the next.
+    if (!continuing && !report.more && !report.disconnected) await advance(Math.max(last, mailbox.uidNext - 1));
     await client.logout().catch(() => {});
   } finally {
     client.close();
@@ -59,9 +78,10 @@ export async function scanMailbox(owner: pg.Pool, storage: Storage, outbound: Ou
 }
 
 type Client = Awaited<ReturnType<typeof openMailbox>>["client"];
+type Imap = <T>(call: () => Promise<T>) => Promise<T>;
 interface Header { uid: number; size?: number; envelope?: { messageId?: string }; bodyStructure?: MessageStructureObject }
 
-async function readMessage(client: Client, owner: pg.Pool, storage: Storage, source: ScanSource<MailboxSettings>,
+async function readMessage(imap: Imap, client: Client, owner: pg.Pool, storage: Storage, source: ScanSource<MailboxSettings>,
     message: Header, uidValidity: string, report: ScanReport): Promise<void> {
   if ((message.size ?? 0) > EMAIL_MAX_BYTES) {
     report.refused++;
@@ -72,16 +92,17 @@ async function readMessage(client: Client, owner: pg.Pool, storage: Storage, sou
     report.skipped++;
     return;
   }
-  const messageId = message.envelope?.messageId || null;
-  if (messageId) {
-    const { rows: [{ seen }] } = await owner.query<{ seen: boolean }>(
-      "select app_private.intake_message_seen($1, 'mailbox', $2) as seen", [source.organizationId, messageId]);
+  // Received before (as intake keeps ids: in angle brackets): not downloaded again.
+  const envelopeId = message.envelope?.messageId?.trim();
+  if (envelopeId) {
+    const { rows: [{ seen }] } = await owner.query<{ seen: boolean }>("select app_private.intake_message_seen($1, 'mailbox', $2) as seen",
+      [source.organizationId, envelopeId.startsWith("<") ? envelopeId : `<${envelopeId}>`]);
     if (seen) {
       report.duplicates++;
       return;
     }
   }
-  const fetched = await client.fetchOne(String(message.uid), { source: true }, { uid: true });
+  const fetched = await imap(() => client.fetchOne(String(message.uid), { source: true }, { uid: true }));
   if (!fetched || !fetched.source) {
     report.skipped++; // expunged meanwhile
     return;
