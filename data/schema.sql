@@ -1810,7 +1810,7 @@ AS $function$
              'status', r.status,
              'scanned', (r.result->>'scanned')::integer, 'created', (r.result->>'created')::integer,
              'duplicates', (r.result->>'duplicates')::integer, 'refused', (r.result->>'refused')::integer,
-             'skipped', (r.result->>'skipped')::integer, 'error', r.error,
+             'skipped', (r.result->>'skipped')::integer, 'failed', (r.result->>'failed')::integer, 'error', r.error,
              'startedAt', app_private.iso(r.started_at), 'finishedAt', app_private.iso(r.finished_at)) as scan
       from app_private.job_results r
       left join app_public.receipt_sources s on s.id::text = r.payload->>'receiptSourceId'

@@ -2,7 +2,7 @@ import { CliError, organizationByName, required, sql, type Command } from "./com
 
 interface Scan {
   scanId: string; attempt: number; kind: string; receiptSourceId: string; source: string | null; status: string;
-  scanned: number | null; created: number | null; duplicates: number | null; refused: number | null; skipped: number | null;
+  scanned: number | null; created: number | null; duplicates: number | null; refused: number | null; skipped: number | null; failed: number | null;
   error: string | null; startedAt: string; finishedAt: string;
 }
 
@@ -21,9 +21,9 @@ export const scanCommands: Record<string, Command> = {
       const [{ scans }] = await sql<{ scans: Scan[] }>(ctx.db, "select app_private.list_source_scans($1, $2) as scans", [org.id, limit]);
       const lines = scans.map((s) => [
         s.startedAt, s.finishedAt, s.scanId, s.kind, s.source ?? `(disconnected ${s.receiptSourceId})`, s.status,
-        n(s.scanned), n(s.created), n(s.duplicates), n(s.refused), n(s.skipped), s.error ?? "",
+        n(s.scanned), n(s.created), n(s.duplicates), n(s.refused), n(s.skipped), n(s.failed), s.error ?? "",
       ].join("\t"));
-      const header = ["started", "finished", "scan", "kind", "source", "status", "scanned", "created", "duplicates", "refused", "skipped", "error"].join("\t");
+      const header = ["started", "finished", "scan", "kind", "source", "status", "scanned", "created", "duplicates", "refused", "skipped", "failed", "error"].join("\t");
       return {
         result: { organizationId: org.id, scans },
         text: scans.length === 0 ? `No scans yet for "${org.name}".` : [header, ...lines].join("\n"),
