@@ -121,7 +121,7 @@ describe("a cloud drive scanned by the worker", () => {
 
     await work();
     expect(await lastScan(driveId)).toEqual({ status: "succeeded", error: null,
-      result: { receiptSourceId: driveId, scanned: 3, created: 2, duplicates: 0, refused: 1, skipped: 0, more: false } });
+      result: { receiptSourceId: driveId, scanned: 3, created: 2, duplicates: 0, refused: 1, skipped: 0, failed: 0, more: false } });
     expect(await driveReceipts()).toEqual(expect.arrayContaining([
       { status: "processed", match_status: "matched", vendor_name: "MAPLE FUEL STATION", amount: "61.30", filename: "fuel.pdf", merchant_name: "MAPLE FUEL STATION 4410" },
       { status: "processed", match_status: "unmatched", vendor_name: "CITY PARKING", amount: "9.00", filename: "parking.pdf", merchant_name: null },

@@ -154,7 +154,7 @@ describe("a mailbox scanned by the worker", () => {
       { status: "processed", match_status: "matched", vendor_name: "NORTHWIND OFFICE SUPPLY", amount: "54.20", filename: "northwind.pdf", merchant_name: "NORTHWIND OFFICE SUPPLY" },
     ]);
     expect(await scansOf(mailboxId)).toEqual([{ status: "succeeded", error: null,
-      result: { receiptSourceId: mailboxId, scanned: 3, created: 2, duplicates: 0, refused: 0, skipped: 1, more: false } }]);
+      result: { receiptSourceId: mailboxId, scanned: 3, created: 2, duplicates: 0, refused: 0, skipped: 1, failed: 0, more: false } }]);
     expect(await flagsOf("alice", ALICE_PASSWORD)).toHaveLength(3);
     expect((await flagsOf("alice", ALICE_PASSWORD)).flat()).not.toContain("\\Seen");
     const [listed] = dataOf(await h.gql(LIST, { o: t.organizationId }, t.ownerJwt), "listMailboxes");
@@ -199,6 +199,28 @@ describe("a mailbox scanned by the worker", () => {
     const { rows: [state] } = await h.owner.query(
       "select failures, next_scan_at > now() + interval '50 seconds' as later from app_public.receipt_sources where id = $1", [mailboxId]);
     expect(state).toEqual({ failures: 1, later: true });
+  });
+
+  it_("skips a message whose id and file name carry a NUL, and goes on with the next", async () => {
+    await dovecot.setUser("dave", "dave-Pa55word");
+    const raw = async (id: string, filename: string) => Buffer.from([
+      "From: shop@nul.example", "To: dave@example.test", "Subject: receipt", `Message-ID: ${id}`, "MIME-Version: 1.0",
+      'Content-Type: multipart/mixed; boundary="b"', "", "--b", "Content-Type: text/plain", "", "Attached.", "--b",
+      `Content-Type: application/pdf; name="${filename}"`, `Content-Disposition: attachment; filename="${filename}"`,
+      "Content-Transfer-Encoding: base64", "", (await receiptPdf(["NUL SHOP", id.replace(/\W/g, ""), "TOTAL 3.00"])).toString("base64"),
+      "--b--", ""].join("\r\n"), "latin1");
+    const client = new ImapFlow({ host: "127.0.0.1", port: dovecot.port, secure: false, auth: { user: "dave", pass: "dave-Pa55word" }, logger: false });
+    await client.connect();
+    await client.append("INBOX", await raw("<nul\u0000id@nul.example>", "bad\u0000name.pdf"));
+    await client.append("INBOX", await raw("<fine@nul.example>", "fine.pdf"));
+    await client.logout();
+    const dave = dataOf(await connect({ user: "dave", pw: "dave-Pa55word" }), "connectMailbox");
+    await work();
+    expect(await scansOf(dave.mailbox.id)).toMatchObject([{ status: "succeeded", result: { scanned: 2 } }]);
+    const { rows } = await h.owner.query("select filename from app_public.receipts where organization_id = $1 and filename like '%name.pdf' or filename = 'fine.pdf' order by filename",
+      [t.organizationId]);
+    expect(rows.map((r) => r.filename).sort()).toEqual(["badname.pdf", "fine.pdf"]);
+    dataOf(await h.gql(DISCONNECT, { o: t.organizationId, m: dave.mailbox.id }, t.ownerJwt), "disconnectMailbox");
   });
 
   it_("never reads what is older than 30 days, even when the first scan found nothing newer", async () => {
@@ -249,7 +271,7 @@ describe("a mailbox scanned by the worker", () => {
     expect(dataOf(await h.gql(DISCONNECT, { o: t.organizationId, m: mailboxId }, t.ownerJwt), "disconnectMailbox"))
       .toEqual({ success: false, error: "Mailbox not found." });
     expect(dataOf(await h.gql(LIST, { o: t.organizationId }, t.ownerJwt), "listMailboxes").map((m: any) => m.username)).toEqual(["bob"]);
-    expect(await mailboxReceipts()).toHaveLength(3);
+    expect(await mailboxReceipts()).toHaveLength(5); // alice's three and dave's two
   });
 });
 

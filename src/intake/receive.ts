@@ -45,8 +45,12 @@ export interface IntakeResult {
  * file a receipt, which queues its extraction. No transaction waits on storage, and objects
  * stored for a message that does not commit are deleted.
  */
-export async function receiveIntake(owner: pg.Pool, storage: Storage, message: IntakeMessage): Promise<IntakeResult> {
-  const org = message.organizationId;
+export async function receiveIntake(owner: pg.Pool, storage: Storage, given: IntakeMessage): Promise<IntakeResult> {
+  const org = given.organizationId;
+  // Whatever a sender wrote: control characters (a NUL, which PostgreSQL refuses) are dropped.
+  const message = { ...given, messageId: given.messageId === null ? null : given.messageId.replace(FORBIDDEN_CONTROL, ""),
+    sender: given.sender === null ? null : given.sender.replace(FORBIDDEN_CONTROL, ""),
+    parts: given.parts.map((p) => ({ ...p, filename: p.filename.replace(FORBIDDEN_CONTROL, "") })) };
   // A message seen before is answered without storing anything (the transaction below decides).
   if (message.messageId !== null) {
     const { rows: [{ seen }] } = await owner.query<{ seen: boolean }>(

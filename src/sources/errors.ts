@@ -31,14 +31,18 @@ export function networkFailure(e: unknown, where: string, timeoutSeconds: number
  * A time limit on all of a scan or a connection test: socket timeouts only catch a silent
  * server, not one that trickles a byte at a time. `signal` aborts when it passes (the caller
  * closes its client then); `expired(e)` is the error to report for whatever failed because of it.
+ * `pastSoft()`: the time to stop taking new work has come (at `softMs`), so that a slow but honest
+ * server's scan ends with `more` rather than cut off.
  */
-export function deadline(ms: number, what: string) {
+export function deadline(ms: number, what: string, softMs = ms) {
   const controller = new AbortController();
   const reason = new SourceError(`${what} did not finish within ${Math.round(ms / 1000)} s and was stopped.`);
   const timer = setTimeout(() => controller.abort(reason), ms);
   timer.unref();
+  const soft = Date.now() + softMs;
   return {
     signal: controller.signal,
+    pastSoft: () => Date.now() >= soft,
     /** The deadline's error when it has passed (whatever `e` says), else `e`. */
     expired: (e: unknown): unknown => (controller.signal.aborted ? reason : e),
     clear: () => clearTimeout(timer),

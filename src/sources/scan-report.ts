@@ -13,13 +13,15 @@ export interface ScanReport {
   duplicates: number;
   refused: number;
   skipped: number;
+  /** Objects that could not be read this time (a broken download, a refusal of that one object): read again on the next pass. */
+  failed: number;
   /** It stopped at its limit with more to read: the next scan is queued at once. */
   more: boolean;
   /** The source was disconnected during the scan, which stopped there. */
   disconnected?: boolean;
 }
 
-export const emptyScanReport = (): ScanReport => ({ scanned: 0, created: 0, duplicates: 0, refused: 0, skipped: 0, more: false });
+export const emptyScanReport = (): ScanReport => ({ scanned: 0, created: 0, duplicates: 0, refused: 0, skipped: 0, failed: 0, more: false });
 
 /** Where a scan reads and writes. */
 export interface ScanSource<S> {

@@ -63,8 +63,8 @@ export async function startDovecot(options: { tls?: boolean } = {}): Promise<Dov
     users.set(user, hash);
     writeUsers();
     // dovecot looks at the file at most once a second: a login within that second would still
-    // take the old password.
-    if (changing) await sleep(1100);
+    // see the file as it was.
+    if (changing || users.size > 1) await sleep(1100);
   };
   mkdirSync(path.join(dir, "home"));
   chmodSync(dir, 0o755); // nobody reaches the homes below

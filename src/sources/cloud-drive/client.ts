@@ -36,12 +36,15 @@ export async function cloudDriveClient(settings: CloudDriveSettings, secretAcces
     if (e instanceof OutboundRefused) throw new SourceError(e.message);
     throw e;
   }
-  // Plain http in development, to a loopback server only.
+  // Plain http in development, to a loopback server only: to the checked address itself, so a
+  // name answered differently later cannot take it elsewhere.
   if (!secure && !(url.protocol === "http:" && isLoopback(checked.address))) throw new SourceError("The endpoint must be an https URL.");
+  const endpoint = secure ? settings.endpoint ?? undefined
+    : `http://${checked.family === 6 ? `[${checked.address}]` : checked.address}${url.port ? `:${url.port}` : ""}`;
   const lookup = guardedLookup(outbound);
   return new S3Client({
     region: settings.region,
-    endpoint: settings.endpoint ?? undefined,
+    endpoint,
     forcePathStyle: settings.endpoint !== null,
     credentials: { accessKeyId: settings.accessKeyId, secretAccessKey },
     requestChecksumCalculation: "WHEN_REQUIRED",

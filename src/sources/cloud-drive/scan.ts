@@ -21,7 +21,8 @@ interface DriveCursor { startAfter?: string | null }
  * ETag (decisions §13): each of an allowed type becomes a receipt (source cloud_drive), and every
  * one read is remembered, refused ones too, so a re-scan reads nothing and a replaced object
  * (a new ETag) is read again. A listing page is compared with what was read in one query. A
- * scan goes through at most 10 pages and 500 objects; the key it stopped after is kept, the next
+ * scan goes through at most 10 pages and 500 objects (and stops taking objects when its time is
+ * nearly up); the key it stopped after is kept, the next
  * scan (queued at once) goes on from there, and one that reaches the end starts the next pass
  * from the beginning. What the store does wrong is a SourceError; our own failures (database,
  * storage) are thrown as they are.
@@ -61,11 +62,11 @@ export async function scanCloudDrive(owner: pg.Pool, storage: Storage, outbound:
       report.skipped += objects.length - rows.length;
       let read = 0;
       for (const { n } of rows) {
-        if (budget-- === 0) {
+        if (budget-- === 0 || limit.pastSoft()) {
           report.more = true;
           break;
         }
-        await readObject(s3, client, owner, storage, source, objects[n - 1], report, limit);
+        await readObject(client, owner, storage, source, objects[n - 1], report, limit);
         read = n;
         await keep(objects[n - 1].Key!);
         if (report.disconnected) return;
@@ -91,7 +92,7 @@ export async function scanCloudDrive(owner: pg.Pool, storage: Storage, outbound:
   }
 }
 
-async function readObject(s3: <T>(call: () => Promise<T>) => Promise<T>, client: S3Client, owner: pg.Pool, storage: Storage,
+async function readObject(client: S3Client, owner: pg.Pool, storage: Storage,
     source: ScanSource<CloudDriveSettings>, object: _Object, report: ScanReport, limit: Deadline): Promise<void> {
   const driveKey = object.Key!;
   const etag = object.ETag!;
@@ -103,20 +104,32 @@ async function readObject(s3: <T>(call: () => Promise<T>) => Promise<T>, client:
     return;
   }
   // IfMatch: the version listed, or nothing (one replaced or deleted meanwhile is for the next scan).
-  const got = await s3(() => client.send(new GetObjectCommand({ Bucket: source.settings.bucket, Key: driveKey, IfMatch: etag }),
-    { abortSignal: limit.signal }).catch((e) => {
+  let got;
+  try {
+    got = await client.send(new GetObjectCommand({ Bucket: source.settings.bucket, Key: driveKey, IfMatch: etag }), { abortSignal: limit.signal });
+  } catch (e) {
     const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
-    if (status === 412 || status === 404) return null;
-    throw e;
-  }));
-  if (!got) return;
+    if (status === 412 || status === 404) return;
+    if (limit.signal.aborted) throw limit.expired(e);
+    // This one object is refused or broken (403, an archived object, a 5xx): the others go on,
+    // and it is tried again on the next pass.
+    report.failed++;
+    return;
+  }
   const body = got.Body as Readable;
+  let download: unknown = null;
+  body.on("error", (e) => { download ??= e; });
   const key = `${source.organizationId}/cloud-drive/${randomUUID()}/${keySegment(driveKey.split("/").pop()!)}`;
   let file;
   try {
     file = await storeReceiptFile(storage, key, body);
   } catch (e) {
-    if (!(e instanceof FileTooLarge)) throw limit.expired(e);
+    if (limit.signal.aborted) throw limit.expired(e);
+    if (download !== null || body.errored) {
+      report.failed++; // the store broke off the download: as above
+      return;
+    }
+    if (!(e instanceof FileTooLarge)) throw e; // our storage
     file = null;
   } finally {
     body.destroy();

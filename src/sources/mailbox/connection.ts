@@ -53,6 +53,7 @@ export async function openMailbox(settings: MailboxSettings, password: string, o
     client.on("error", () => {}); // reported by the command that fails
     const opened = client;
     limit.signal.addEventListener("abort", () => opened.close(), { once: true });
+    limit.signal.throwIfAborted(); // passed while the name was resolved
     await client.connect();
     try {
       return { client, mailbox: await client.mailboxOpen(settings.folder, { readOnly: true }) };

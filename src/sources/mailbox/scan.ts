@@ -29,6 +29,8 @@ interface MailboxCursor { uidValidity?: string; lastUid?: number }
 export async function scanMailbox(owner: pg.Pool, storage: Storage, outbound: OutboundOptions,
     source: ScanSource<MailboxSettings>, report: ScanReport, limit: Deadline): Promise<void> {
   const { client, mailbox } = await openMailbox(source.settings, source.secret, outbound, limit);
+  // As the folder was when opened: imapflow raises uidNext with every UID a server mentions later.
+  const uidNextAtOpen = Number.isInteger(mailbox.uidNext) ? mailbox.uidNext : null;
   // A call to the mailbox server: its failure is the source's.
   const imap = async <T>(call: () => Promise<T>): Promise<T> => {
     try {
@@ -62,15 +64,25 @@ export async function scanMailbox(owner: pg.Pool, storage: Storage, outbound: Ou
         .filter((m) => asked.has(m.uid)) // a server's unasked answers are not read
         .sort((a, b) => a.uid - b.uid);
       for (const message of headers) {
+        if (limit.pastSoft()) break;
         report.scanned++;
         await readMessage(imap, client, owner, storage, source, message, uidValidity, report);
         await advance(message.uid);
         last = message.uid;
         if (report.disconnected) break;
       }
+      if (limit.pastSoft()) {
+        report.more = true; // time is up: the next scan, queued at once, goes on from `last`
+        break;
+      }
+      // A batch is done even where the server answered for fewer messages than asked.
+      if (!report.disconnected && batch.at(-1)! > last) {
+        last = batch.at(-1)!;
+        await advance(last);
+      }
     }
     // A first scan that has read all it found: what is older is never read by the next.
-    if (!continuing && !report.more && !report.disconnected) await advance(Math.max(last, mailbox.uidNext - 1));
+    if (!continuing && !report.more && !report.disconnected) await advance(Math.max(last, (uidNextAtOpen ?? 1) - 1));
     await client.logout().catch(() => {});
   } finally {
     client.close();
@@ -93,7 +105,7 @@ async function readMessage(imap: Imap, client: Client, owner: pg.Pool, storage: 
     return;
   }
   // Received before (as intake keeps ids: in angle brackets): not downloaded again.
-  const envelopeId = message.envelope?.messageId?.trim();
+  const envelopeId = message.envelope?.messageId?.replace(/[\u0000-\u001F\u007F]/g, "").trim();
   if (envelopeId) {
     const { rows: [{ seen }] } = await owner.query<{ seen: boolean }>("select app_private.intake_message_seen($1, 'mailbox', $2) as seen",
       [source.organizationId, envelopeId.startsWith("<") ? envelopeId : `<${envelopeId}>`]);
@@ -119,15 +131,22 @@ async function readMessage(imap: Imap, client: Client, owner: pg.Pool, storage: 
     report.skipped++;
     return;
   }
-  const result = await receiveIntake(owner, storage, {
-    organizationId: source.organizationId,
-    channel: "mailbox",
-    // Without a Message-ID, the message's place in this folder names it.
-    messageId: parsed.messageId ?? `uid:${uidValidity}:${message.uid}@${source.id}`,
-    sender: parsed.sender,
-    parts: parsed.parts,
-    text: "", // unlike an intake address, a mailbox's text bodies are not receipts
-  });
+  let result;
+  try {
+    result = await receiveIntake(owner, storage, {
+      organizationId: source.organizationId,
+      channel: "mailbox",
+      // Without a Message-ID, the message's place in this folder names it.
+      messageId: parsed.messageId ?? `uid:${uidValidity}:${message.uid}@${source.id}`,
+      sender: parsed.sender,
+      parts: parsed.parts,
+      text: "", // unlike an intake address, a mailbox's text bodies are not receipts
+    });
+  } catch (e) {
+    // A message whose data the database refuses (SQLSTATE class 22) is skipped, not retried for ever.
+    if (typeof (e as { code?: unknown }).code === "string" && (e as { code: string }).code.startsWith("22")) return void report.skipped++;
+    throw e;
+  }
   report.refused += result.refused;
   if (result.duplicate) report.duplicates++;
   else if (result.receiptIds.length === 0) report.skipped++;
