@@ -122,7 +122,7 @@ const median = (ms: Measured[]) => ({ rps: mid(ms.map((m) => m.rps)), p50: mid(m
 const range = (xs: number[]) => `${Math.min(...xs).toFixed(2)}–${Math.max(...xs).toFixed(2)}`;
 
 /** User and system CPU of a process and its descendants, in milliseconds (clock ticks of 10 ms). */
-function cpuMs(root: number): number {
+export function cpuMs(root: number): number {
   let ticks = 0;
   for (const pid of processTree(root)) {
     try {

@@ -153,15 +153,26 @@ describe("a fair share of the pool per organization", () => {
 describe("requestWithPgClient", () => {
   it("gives a transaction what is left of the budget once it holds a connection, the pool's wait included", async () => {
     const share = new ConnectionShare(2);
-    // Stands in for the adaptor: waits 300 ms for a pool connection, then reads the settings.
-    const adaptor = (async (settings: Record<string, string>, callback: (c: unknown) => unknown) => {
+    // Stands in for the adaptor: waits 300 ms for a pool connection, then hands over a client
+    // that records what it is sent.
+    const sent: string[] = [];
+    const adaptor = (async (_settings: unknown, callback: (c: unknown) => unknown) => {
       await new Promise((r) => setTimeout(r, 300));
-      return callback(Number(settings.statement_timeout));
+      return callback({ query: async ({ text }: { text: string }) => { sent.push(text); return { rows: [] }; } });
     }) as any;
     const withPgClient = requestWithPgClient(adaptor, share, ["t"], 1000);
-    const timeout = (await withPgClient({ role: "x" }, (ms) => ms)) as unknown as number;
+    expect(await withPgClient({ role: "x", "app.note": "it's" }, async () => "done")).toBe("done");
+    // One round trip begins the transaction and makes the settings (quotes doubled), then commit.
+    expect(sent[0]).toMatch(/^begin; select set_config\('role', 'x', true\), set_config\('app.note', 'it''s', true\), set_config\('statement_timeout', '\d+', true\)$/);
+    expect(sent.slice(1)).toEqual(["commit"]);
+    const timeout = Number(/'statement_timeout', '(\d+)'/.exec(sent[0])![1]);
     expect(timeout).toBeLessThanOrEqual(700);
     expect(timeout).toBeGreaterThan(400);
+
+    // A failure rolls back and is the caller's.
+    sent.length = 0;
+    await expect(withPgClient({ role: "x" }, async () => { throw new Error("no"); })).rejects.toThrow("no");
+    expect(sent.slice(1)).toEqual(["rollback"]);
   });
 
   it("draws a JWT session on its user's share and on the share of the organization its operation names", () => {

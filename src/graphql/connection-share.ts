@@ -87,6 +87,17 @@ export function tenantsOf(identity: Identity, operationOrganization: string | un
   }
 }
 
+const literal = (value: string) => `'${value.replace(/'/g, "''")}'`;
+
+/**
+ * `select set_config(…, true), …` for the settings, as literals (standard_conforming_strings: a
+ * quote doubled is the only escape), so that it can share a simple-protocol round trip with `begin`.
+ */
+export function settingsStatement(settings: Record<string, string | undefined>): string {
+  const entries = Object.entries(settings).filter((e): e is [string, string] => e[1] != null);
+  return `select ${entries.map(([k, v]) => `set_config(${literal(k)}, ${literal(String(v))}, true)`).join(", ")}`;
+}
+
 /**
  * A request's database access, and `outside(work)`: work that is no database time (testing a
  * connection to a tenant's server, bounded by its own timeouts) does not use up the budget.
@@ -113,12 +124,21 @@ export function requestWithPgClient<C extends PgClient>(
       try {
         for (const tenant of tenants) releases.push(await share.acquire(tenant, deadline));
         if (deadline <= Date.now()) throw new RequestTimeout();
-        // The adaptor reads the settings once it holds a connection, so a getter gives the time
-        // left after the wait for the pool too; 1 ms when none is left, which fails at once.
-        const settings = Object.defineProperty({ ...pgSettings }, "statement_timeout", {
-          enumerable: true, get: () => String(Math.max(1, deadline - Date.now())),
+        // The transaction is begun and its settings made in one round trip (the adaptor would take
+        // two), once a connection is held: the time left after the wait for the pool is the
+        // statement_timeout; 1 ms when none is left, which fails at once.
+        return await withPgClient(null, async (client) => {
+          const settings = { ...pgSettings, statement_timeout: String(Math.max(1, deadline - Date.now())) };
+          await client.query({ text: `begin; ${settingsStatement(settings)}` });
+          try {
+            const result = await callback(client);
+            await client.query({ text: "commit" });
+            return result;
+          } catch (e) {
+            await client.query({ text: "rollback" }).catch(() => {});
+            throw e;
+          }
         });
-        return await withPgClient(settings, callback);
       } catch (e) {
         if (callerFailure(e)?.message === TIMEOUT_MESSAGE) onTimeout();
         throw e;

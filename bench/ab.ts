@@ -1,0 +1,48 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import pg from "pg";
+import { cpuMs } from "./overhead.js";
+import { AUTHENTICATOR_PASSWORD, databaseUrl, load, startServer } from "./support.js";
+
+/**
+ * `npm run bench -- ab --before DIR [--seconds S]`: one step of issue 12 measured on its own. The
+ * server of this checkout and the one of DIR (another checkout, with its node_modules: the commit
+ * before the step) on the overhead benchmark's database (run `npm run bench -- overhead` first),
+ * alternately, 4 times each per case, printing req/s and CPU milliseconds per request of each run.
+ */
+export async function run(args: string[]) {
+  const before = args.includes("--before") ? path.resolve(args[args.indexOf("--before") + 1]) : undefined;
+  if (!before) throw new Error("Give --before DIR: a checkout of the commit to compare with, with node_modules.");
+  const seconds = args.includes("--seconds") ? Number(args[args.indexOf("--seconds") + 1]) : 6;
+  const dbUrl = databaseUrl("accounting_bench_overhead");
+  const owner = new pg.Pool({ connectionString: dbUrl, max: 1 });
+  const { rows: [o] } = await owner.query("select id from app_public.organizations where name = 'Bench Overhead'");
+  const { rows: [{ key }] } = await owner.query("select app_private.create_api_key($1, 'ab') as key", [o.id]);
+  const { rows: [{ id }] } = await owner.query("select id from app_public.ledger_events where organization_id = $1 limit 1", [o.id]);
+  await owner.end();
+  const env = { RATE_LIMIT_PER_HOUR: "100000000", SMTP_PORT: "off" };
+  const fresh = await startServer(dbUrl, env);
+  const port = 5799;
+  const child = spawn("npm", ["start", "--silent"], { cwd: before, env: { ...process.env, DATABASE_URL: dbUrl, PORT: String(port), WORKER: "off", LOG_LEVEL: "info",
+    NODE_ENV: "production", GRAPHILE_ENV: "production", AUTHENTICATOR_PASSWORD, JWT_SECRET: "bench-jwt-secret", DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "ab-")), ...env }, stdio: ["ignore", "ignore", "inherit"] });
+  const oldUrl = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 600 && !(await fetch(`${oldUrl}/readyz`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 100));
+  const auth = { authorization: `Bearer ${key.secret}` };
+  const cases = [["myOrganizations", { query: "{ myOrganizations { id name } }" }], ["getLedgerEvent", { query: "query($o: UUID!, $id: UUID!) { getLedgerEvent(organizationId: $o, eventId: $id) { id merchantName functionalAmount status } }", variables: { o: o.id, id } }]] as const;
+  const servers = { before: { url: oldUrl, pid: child.pid! }, after: { url: fresh.url, pid: fresh.child.pid! } };
+  for (const [name, body] of cases) {
+    const out: Record<string, string[]> = { before: [], after: [] };
+    for (let r = 0; r < 4; r++) for (const which of (r % 2 ? ["after", "before"] : ["before", "after"]) as ("before" | "after")[]) {
+      const s = servers[which];
+      await load(s.url, body, auth, 10, 1);
+      const c0 = cpuMs(s.pid);
+      const res = await load(s.url, body, auth, 10, seconds);
+      out[which].push(`${res.rps.toFixed(0)} req/s ${((cpuMs(s.pid) - c0) / res.requests).toFixed(2)} ms`);
+    }
+    console.log(name, JSON.stringify(out));
+  }
+  child.kill("SIGTERM");
+  await fresh.stop();
+}
