@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConnectionShare, requestWithPgClient, tenantsOf } from "../src/graphql/connection-share.js";
+import { ConnectionShare, requestWithPgClient, settingsStatement, tenantsOf } from "../src/graphql/connection-share.js";
 import { RequestTimeout, TIMEOUT_MESSAGE } from "../src/db/sql-errors.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 
@@ -168,6 +168,9 @@ describe("requestWithPgClient", () => {
     const timeout = Number(/'statement_timeout', '(\d+)'/.exec(sent[0])![1]);
     expect(timeout).toBeLessThanOrEqual(700);
     expect(timeout).toBeGreaterThan(400);
+
+    // A backslash is escaped however standard_conforming_strings is set.
+    expect(settingsStatement({ a: "x\\y'z" })).toBe("select set_config('a',  E'x\\\\y''z', true)");
 
     // A failure rolls back and is the caller's.
     sent.length = 0;

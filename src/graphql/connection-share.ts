@@ -1,3 +1,4 @@
+import pg from "pg";
 import type { PgClient, WithPgClient } from "postgraphile/@dataplan/pg";
 import { callerFailure, RequestTimeout, TIMEOUT_MESSAGE } from "../db/sql-errors.js";
 import type { Identity } from "../http/authenticate.js";
@@ -87,15 +88,14 @@ export function tenantsOf(identity: Identity, operationOrganization: string | un
   }
 }
 
-const literal = (value: string) => `'${value.replace(/'/g, "''")}'`;
-
 /**
- * `select set_config(…, true), …` for the settings, as literals (standard_conforming_strings: a
- * quote doubled is the only escape), so that it can share a simple-protocol round trip with `begin`.
+ * `select set_config(…, true), …` for the settings, as literals (pg's escapeLiteral: quotes
+ * doubled, and an E'' string where a backslash is), so that it can share a simple-protocol round
+ * trip with `begin`.
  */
 export function settingsStatement(settings: Record<string, string | undefined>): string {
   const entries = Object.entries(settings).filter((e): e is [string, string] => e[1] != null);
-  return `select ${entries.map(([k, v]) => `set_config(${literal(k)}, ${literal(String(v))}, true)`).join(", ")}`;
+  return `select ${entries.map(([k, v]) => `set_config(${pg.escapeLiteral(k)}, ${pg.escapeLiteral(String(v))}, true)`).join(", ")}`;
 }
 
 /**
