@@ -1,8 +1,6 @@
-import { execFileSync } from "node:child_process";
-import path from "node:path";
 import autocannon from "autocannon";
 import pg from "pg";
-import { benchDatabase, databaseUrl, startServer, withPlans } from "./support.js";
+import { benchDatabase, databaseUrl, generateLedger, startServer, withPlans } from "./support.js";
 
 /**
  * `npm run bench -- ledger [--events N] [--reuse]`: one organization with N events (default
@@ -28,14 +26,7 @@ export async function run(args: string[]) {
   if (reuse && existing.rows[0]) {
     org = existing.rows[0].id;
   } else {
-    await owner.query("delete from app_public.organizations where name = 'Bench Ledger'");
-    org = (await owner.query("select id from app_private.create_organization('Bench Ledger')")).rows[0].id;
-    await owner.query(`insert into app_public.accounts (organization_id, name, account_type, classification)
-      values ($1, 'Office Supplies', 'expense', 'expense'), ($1, 'Travel', 'expense', 'expense')`, [org]);
-    const t0 = Date.now();
-    execFileSync("psql", [dbUrl, "-q", "-v", "ON_ERROR_STOP=1", "-v", `org=${org}`, "-v", `events=${events}`,
-      "-f", path.resolve("bench/ledger-data.sql")], { stdio: ["ignore", "ignore", "inherit"] });
-    console.log(`generated ${events.toLocaleString("en-US")} events in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    org = await generateLedger(owner, dbUrl, "Bench Ledger", events);
   }
   const { rows: [stats] } = await owner.query(`select count(*)::int n, count(*) filter (where status = 'confirmed')::int confirmed,
       min(transaction_date)::text first, max(transaction_date)::text last,

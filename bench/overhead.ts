@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
 import { createServer, type AddressInfo } from "node:net";
 import path from "node:path";
@@ -6,7 +6,7 @@ import { isDeepStrictEqual } from "node:util";
 import pg from "pg";
 import { authenticatorUrl } from "../src/db/pools.js";
 import { selectionOf, type BareOperation } from "./overhead-bare.js";
-import { AUTHENTICATOR_PASSWORD, benchDatabase, databaseUrl, load, processTree, startServer, type LoadResult } from "./support.js";
+import { AUTHENTICATOR_PASSWORD, benchDatabase, databaseUrl, generateLedger, load, processTree, startServer, type LoadResult } from "./support.js";
 
 /**
  * `npm run bench -- overhead [--events N] [--reuse] [--seconds S] [--repetitions R]` (issue 12):
@@ -32,14 +32,7 @@ export async function run(args: string[]) {
   let org: string | undefined = (await owner.query(`select o.id from app_public.organizations o where o.name = 'Bench Overhead'
     and (select count(*) from app_public.ledger_events e where e.organization_id = o.id) >= $1`, [events])).rows[0]?.id;
   if (!org) {
-    await owner.query("delete from app_public.organizations where name = 'Bench Overhead'");
-    org = (await owner.query("select id from app_private.create_organization('Bench Overhead')")).rows[0].id as string;
-    await owner.query(`insert into app_public.accounts (organization_id, name, account_type, classification)
-      values ($1, 'Office Supplies', 'expense', 'expense'), ($1, 'Travel', 'expense', 'expense')`, [org]);
-    const t0 = Date.now();
-    execFileSync("psql", [dbUrl, "-q", "-v", "ON_ERROR_STOP=1", "-v", `org=${org}`, "-v", `events=${events}`,
-      "-f", path.resolve("bench/ledger-data.sql")], { stdio: ["ignore", "ignore", "inherit"] });
-    console.log(`generated ${events.toLocaleString("en-US")} events in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+    org = await generateLedger(owner, dbUrl, "Bench Overhead", events);
   }
   const { rows: [{ n }] } = await owner.query("select count(*)::int n from app_public.ledger_events where organization_id = $1", [org]);
   const { rows: [{ key }] } = await owner.query("select app_private.create_api_key($1, 'bench') as key", [org]);
