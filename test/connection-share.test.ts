@@ -176,6 +176,25 @@ describe("requestWithPgClient", () => {
     sent.length = 0;
     await expect(withPgClient({ role: "x" }, async () => { throw new Error("no"); })).rejects.toThrow("no");
     expect(sent.slice(1)).toEqual(["rollback"]);
+
+    // A transaction asked for inside is a savepoint of ours.
+    sent.length = 0;
+    await withPgClient({ role: "x" }, (c: any) => c.withTransaction(async () => "inner"));
+    expect(sent.slice(1)).toEqual(["savepoint tx1", "release savepoint tx1", "commit"]);
+  });
+
+  it("rolls back when the settings statement itself fails, so the connection goes back clean", async () => {
+    const sent: string[] = [];
+    const adaptor = (async (_settings: unknown, callback: (c: unknown) => unknown) => callback({
+      query: async ({ text }: { text: string }) => {
+        sent.push(text);
+        if (text.startsWith("begin;")) throw new Error("role does not exist");
+        return { rows: [] };
+      },
+    })) as any;
+    const withPgClient = requestWithPgClient(adaptor, new ConnectionShare(2), ["t"], 1000);
+    await expect(withPgClient({ role: "gone" }, async () => "never")).rejects.toThrow("role does not exist");
+    expect(sent.slice(1)).toEqual(["rollback"]);
   });
 
   it("draws a JWT session on its user's share and on the share of the organization its operation names", () => {

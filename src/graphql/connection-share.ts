@@ -89,6 +89,30 @@ export function tenantsOf(identity: Identity, operationOrganization: string | un
 }
 
 /**
+ * The adaptor's client, told it is inside our transaction: a transaction it is asked for is a
+ * savepoint (its own would `begin` and `commit`, ending ours and its settings early).
+ */
+function inTransaction<C extends PgClient>(client: C): C {
+  let depth = 0;
+  const wrapped: C = Object.create(client);
+  wrapped.withTransaction = async <R>(callback: (c: C) => Promise<R>): Promise<R> => {
+    const name = `tx${++depth}`;
+    await client.query({ text: `savepoint ${name}` });
+    try {
+      const result = await callback(wrapped);
+      await client.query({ text: `release savepoint ${name}` });
+      return result;
+    } catch (e) {
+      await client.query({ text: `rollback to savepoint ${name}` }).catch(() => {});
+      throw e;
+    } finally {
+      depth--;
+    }
+  };
+  return wrapped;
+}
+
+/**
  * `select set_config(…, true), …` for the settings, as literals (pg's escapeLiteral: quotes
  * doubled, and an E'' string where a backslash is), so that it can share a simple-protocol round
  * trip with `begin`.
@@ -129,9 +153,11 @@ export function requestWithPgClient<C extends PgClient>(
         // statement_timeout; 1 ms when none is left, which fails at once.
         return await withPgClient(null, async (client) => {
           const settings = { ...pgSettings, statement_timeout: String(Math.max(1, deadline - Date.now())) };
-          await client.query({ text: `begin; ${settingsStatement(settings)}` });
           try {
-            const result = await callback(client);
+            // Inside the try: a settings statement that fails must not leave the connection in
+            // an aborted transaction for the next request (a rollback outside one is harmless).
+            await client.query({ text: `begin; ${settingsStatement(settings)}` });
+            const result = await callback(inTransaction(client));
             await client.query({ text: "commit" });
             return result;
           } catch (e) {
