@@ -98,8 +98,11 @@ describe("npm start with the embedded PostgreSQL", () => {
     const serving = serverPid(server.child.pid!);
     expect(postmasterPid(dataDir)).toBeGreaterThan(0);
     process.kill(server.child.pid!, "SIGKILL"); // the launcher (tsx), as `kill -9` of `npm start` leaves it
-    for (let waited = 0; existsSync(`/proc/${serving}`) && waited < 15_000; waited += 200) await new Promise((r) => setTimeout(r, 200));
-    expect(existsSync(`/proc/${serving}`)).toBe(false);
+    // Within the server's own shutdown deadline (STATEMENT_TIMEOUT_MS + 20 s), which a loaded
+    // machine stopping PostgreSQL can come near.
+    const started = Date.now();
+    while (existsSync(`/proc/${serving}`) && Date.now() - started < 30_000) await new Promise((r) => setTimeout(r, 200));
+    expect(existsSync(`/proc/${serving}`), `still running after ${Date.now() - started} ms; its log:\n${server.logs()}`).toBe(false);
     expect(postmasterPid(dataDir)).toBeUndefined();
   });
 
