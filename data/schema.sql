@@ -391,13 +391,17 @@ table app_public.receipt_sources (row-level security, forced)
   column kind text not null  grants: accounting_visitor: INSERT, SELECT
   column settings jsonb not null  grants: accounting_visitor: INSERT, SELECT
   column secret_sealed text not null  grants: accounting_visitor: INSERT
-  column status text not null default 'connected'::text  grants: accounting_visitor: SELECT
   column last_error text  grants: accounting_visitor: SELECT
   column last_scanned_at timestamp with time zone  grants: accounting_visitor: SELECT
   column failures integer not null default 0
   column next_scan_at timestamp with time zone not null default now()
   column cursor jsonb not null default '{}'::jsonb
   column created timestamp with time zone not null default now()  grants: accounting_visitor: SELECT
+  column status text not null generated default 
+CASE
+    WHEN (last_error IS NULL) THEN 'connected'::text
+    ELSE 'error'::text
+END  grants: accounting_visitor: SELECT
   constraint receipt_sources_failures_check CHECK ((failures >= 0))
   constraint receipt_sources_kind_check CHECK ((kind = ANY (ARRAY['mailbox'::text, 'cloud_drive'::text])))
   constraint receipt_sources_last_error_check CHECK ((length(last_error) <= 2000))
@@ -406,7 +410,6 @@ table app_public.receipt_sources (row-level security, forced)
   constraint receipt_sources_pkey PRIMARY KEY (id)
   constraint receipt_sources_secret_sealed_check CHECK ((secret_sealed ~ '^v1:'::text))
   constraint receipt_sources_settings_check CHECK ((jsonb_typeof(settings) = 'object'::text))
-  constraint receipt_sources_status_check CHECK ((status = ANY (ARRAY['connected'::text, 'error'::text])))
   CREATE INDEX receipt_sources_due_idx ON app_public.receipt_sources USING btree (next_scan_at)
   CREATE UNIQUE INDEX receipt_sources_organization_id_id_key ON app_public.receipt_sources USING btree (organization_id, id)
   CREATE UNIQUE INDEX receipt_sources_pkey ON app_public.receipt_sources USING btree (id)
@@ -1509,8 +1512,7 @@ CREATE OR REPLACE FUNCTION app_private.finish_source_scan(receipt_source_id uuid
  LANGUAGE sql
 AS $function$
   update app_public.receipt_sources s
-     set status = case when error is null then 'connected' else 'error' end,
-         last_error = left(error, 2000),
+     set last_error = left(error, 2000),
          last_scanned_at = now(),
          failures = case when error is null then 0 else s.failures + 1 end,
          next_scan_at = case
