@@ -1,12 +1,11 @@
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createServer, type AddressInfo } from "node:net";
 import path from "node:path";
 import { isDeepStrictEqual } from "node:util";
 import pg from "pg";
 import { authenticatorUrl } from "../src/db/pools.js";
 import { selectionOf, type BareOperation } from "./overhead-bare.js";
-import { AUTHENTICATOR_PASSWORD, benchDatabase, databaseUrl, generateLedger, load, processTree, startServer, type LoadResult } from "./support.js";
+import { AUTHENTICATOR_PASSWORD, benchDatabase, databaseUrl, freePort, generateLedger, load, processTree, startServer, type LoadResult } from "./support.js";
 
 /**
  * `npm run bench -- overhead [--events N] [--reuse] [--seconds S] [--repetitions R]` (issue 12):
@@ -125,15 +124,6 @@ export function cpuMs(root: number): number {
     } catch { /* gone */ }
   }
   return ticks * 10;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 /** The baseline in its own process, run as the server is (tsx, the same Node flags). */

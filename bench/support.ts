@@ -54,7 +54,7 @@ export async function generateLedger(owner: pg.Pool, dbUrl: string, name: string
 export interface ServerProcess { url: string; stop(): Promise<void>; child: ChildProcess }
 
 /** A port nobody listens on right now. */
-async function freePort(): Promise<number> {
+export async function freePort(): Promise<number> {
   const { createServer } = await import("node:net");
   return new Promise((resolve) => {
     const srv = createServer().listen(0, "127.0.0.1", () => {

@@ -1,5 +1,5 @@
 import { chmodSync, existsSync, mkdirSync, mkdtempSync as mkdtemp, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createServer } from "node:net";
+import { freePort } from "./helpers/ports.js";
 import os from "node:os";
 import path from "node:path";
 import { spawn } from "node:child_process";
@@ -24,15 +24,6 @@ function mkdtempSync(prefix: string): string {
   const dir = mkdtemp(prefix);
   chmodSync(dir, 0o755);
   return dir;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, "127.0.0.1", () => {
-      const { port } = srv.address() as import("node:net").AddressInfo;
-      srv.close(() => resolve(port));
-    });
-  });
 }
 
 async function embeddedServer(dataDir: string, pgPort: number): Promise<ServerProcess> {

@@ -4,6 +4,7 @@ import net from "node:net";
 import os from "node:os";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
+import { freePort } from "./ports.js";
 
 /**
  * A real IMAP server for tests: Debian's dovecot (installed by .ci/run), started on a loopback
@@ -24,13 +25,6 @@ export interface Dovecot {
 }
 
 export const dovecotAvailable = () => spawnSync("dovecot", ["--version"]).status === 0;
-
-const freePort = () => new Promise<number>((resolve, reject) => {
-  const server = net.createServer().listen(0, "127.0.0.1", () => {
-    const { port } = server.address() as net.AddressInfo;
-    server.close(() => resolve(port));
-  }).on("error", reject);
-});
 
 export async function startDovecot(options: { tls?: boolean } = {}): Promise<Dovecot> {
   const dir = mkdtempSync(path.join(os.tmpdir(), "dovecot-"));
