@@ -62,38 +62,28 @@ function sqlCall(op: Operation, values: Record<string, unknown>): { text: string
 const run = async (client: PgClient, op: Operation, args: Record<string, unknown>) =>
   (await client.query<{ result: unknown }>(sqlCall(op, args))).rows[0].result;
 
+type RequestDb = { withPgClient: WithPgClient; pgSettings: Record<string, string> };
+
 /**
- * One statement in a transaction of the request, as the caller; its single column `result` is
- * returned. A failure the caller can act on is `{success: false, error}`, as for the mutations
- * below.
+ * One statement in its own transaction of the request, as the caller; its single column `result`
+ * is returned. A failure the caller can act on (our SQL's class AP, or the request's time running
+ * out, waiting for a connection included) is `{success: false, error}` unless `failuresAsErrors`;
+ * a failed statement rolls the transaction back, so nothing is written.
  */
-export async function callAsCaller(
-  db: { withPgClient: WithPgClient; pgSettings: Record<string, string> }, text: string, values: unknown[],
-): Promise<unknown> {
+export async function callAsCaller(db: RequestDb, text: string, values: unknown[], failuresAsErrors = false): Promise<unknown> {
   try {
     return await db.withPgClient(db.pgSettings, async (client) => (await client.query<{ result: unknown }>({ text, values })).rows[0].result);
   } catch (e) {
     const failure = callerFailure(e);
-    if (failure?.business) return { success: false, error: failure.message };
+    if (!failuresAsErrors && failure?.business) return { success: false, error: failure.message };
     throw e;
   }
 }
 
-/**
- * Runs a mutation's function in the request's transaction. A failure the caller can act on (our
- * SQL's class AP, or the request's time running out, waiting for a connection included) is
- * `success: false`; a commit after a failed statement rolls the field back, so nothing is written.
- */
-async function runMutation(
-  db: { withPgClient: WithPgClient; pgSettings: Record<string, string> }, op: Operation, args: Record<string, unknown>,
-) {
-  try {
-    return await db.withPgClient(db.pgSettings, (client) => run(client, op, args));
-  } catch (e) {
-    const failure = callerFailure(e);
-    if (!op.failuresAsErrors && failure?.business) return { success: false, error: failure.message };
-    throw e;
-  }
+/** Runs a mutation's function in a transaction of its own (callAsCaller). */
+function runMutation(db: RequestDb, op: Operation, args: Record<string, unknown>) {
+  const { text, values } = sqlCall(op, args);
+  return callAsCaller(db, text, values, op.failuresAsErrors);
 }
 
 /** The Query and Mutation fields a document adds. */
