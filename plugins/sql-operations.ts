@@ -1,7 +1,7 @@
 import { loadOneWithPgClient } from "postgraphile/@dataplan/pg";
 import type { PgClient, WithPgClient } from "postgraphile/@dataplan/pg";
 import { list, sideEffect, type FieldInfo } from "postgraphile/grafast";
-import { Kind, getNamedType, isObjectType, type DocumentNode } from "postgraphile/graphql";
+import { Kind, getNamedType, isObjectType, type DocumentNode, type GraphQLField } from "postgraphile/graphql";
 import { extendSchema } from "postgraphile/utils";
 import { callerFailure } from "../src/db/sql-errors.js";
 
@@ -26,22 +26,29 @@ export const TYPESCRIPT_OPERATIONS: ReadonlySet<string> = new Set<string>(["conn
 
 const snake = (name: string) => name.replace(/[A-Z]/g, (c) => "_" + c.toLowerCase());
 
+/**
+ * Marks the plan of a Query field that is its SQL function's JSON and nothing else, which a
+ * direct read (src/graphql/direct-read.ts) may stand in for.
+ */
+export const SQL_READ = Symbol("sql read");
+
 /** The SQL function of a root field. */
 export const sqlFunctionOf = (fieldName: string) => `app_public.${snake(fieldName)}`;
 /** The SQL parameter of a field argument. */
 export const sqlParameterOf = snake;
 
-interface Operation {
+export interface Operation {
   sqlFunction: string;
   args: readonly string[];
   failuresAsErrors: boolean;
 }
 
-function operationOf(info: FieldInfo): Operation {
-  const result = getNamedType(info.field.type);
+/** The SQL function behind a root field, and how its failures are told. */
+export function operationOf(fieldName: string, field: GraphQLField<unknown, unknown>): Operation {
+  const result = getNamedType(field.type);
   return {
-    sqlFunction: sqlFunctionOf(info.fieldName),
-    args: info.field.args.map((a) => a.name),
+    sqlFunction: sqlFunctionOf(fieldName),
+    args: field.args.map((a) => a.name),
     failuresAsErrors: !(isObjectType(result) && "success" in result.getFields()),
   };
 }
@@ -59,7 +66,8 @@ function sqlCall(op: Operation, values: Record<string, unknown>): { text: string
   return { text: `select ${op.sqlFunction}(${named.join(", ")}) as result`, values: params };
 }
 
-const run = async (client: PgClient, op: Operation, args: Record<string, unknown>) =>
+/** A root field's SQL function called on the request's client: the result type's shape as JSON. */
+export const runOperation = async (client: PgClient, op: Operation, args: Record<string, unknown>) =>
   (await client.query<{ result: unknown }>(sqlCall(op, args))).rows[0].result;
 
 type RequestDb = { withPgClient: WithPgClient; pgSettings: Record<string, string> };
@@ -113,15 +121,15 @@ export function sqlOperationsPlugin(name: string, typeDefs: DocumentNode, fieldP
     const fields = rootFields(typeDefs);
     const plans = { Query: {} as Record<string, unknown>, Mutation: {} as Record<string, unknown> };
     for (const field of fields.Query.filter((f) => !TYPESCRIPT_OPERATIONS.has(f))) {
-      plans.Query[field] = (_$root: unknown, fieldArgs: { getRaw(): any }, info: FieldInfo) => {
-        const op = operationOf(info);
+      plans.Query[field] = Object.assign((_$root: unknown, fieldArgs: { getRaw(): any }, info: FieldInfo) => {
+        const op = operationOf(info.fieldName, info.field);
         return loadOneWithPgClient(executor, fieldArgs.getRaw(), (client, specs) =>
-          Promise.all(specs.map((args) => run(client, op, args as Record<string, unknown>))));
-      };
+          Promise.all(specs.map((args) => runOperation(client, op, args as Record<string, unknown>))));
+      }, { [SQL_READ]: true });
     }
     for (const field of fields.Mutation.filter((f) => !TYPESCRIPT_OPERATIONS.has(f))) {
       plans.Mutation[field] = (_$root: unknown, fieldArgs: { getRaw(): any }, info: FieldInfo) => {
-        const op = operationOf(info);
+        const op = operationOf(info.fieldName, info.field);
         return sideEffect(list([executor.context(), fieldArgs.getRaw()]), ([db, args]: any) => runMutation(db, op, args));
       };
     }

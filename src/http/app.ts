@@ -13,6 +13,7 @@ import { callerFailure, TIMEOUT_MESSAGE } from "../db/sql-errors.js";
 import { errorBody } from "./errors.js";
 import { BULK_LIMITS, graphqlGate } from "./graphql-gate.js";
 import { idempotency } from "./idempotency.js";
+import { directReads } from "./direct-reads.js";
 import { requestContext } from "./request-context.js";
 import { accessLog } from "./access-log.js";
 import { ConnectionShare } from "../graphql/connection-share.js";
@@ -94,6 +95,7 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
     (req, res, next) => (identityOf(res).kind === "anonymous" ? parseBody : parseBulkBody)(req, res, next),
     graphqlGate(() => schema, bodyLimit),
     idempotency(pools.auth, config.secretsKey),
+    directReads(() => schema, pools.auth, share, config.statementTimeoutMs),
   );
   await serv.addTo(app, server);
   app.use((_req, res) => { res.status(404).json(errorBody("Not found.", "NOT_FOUND")); });

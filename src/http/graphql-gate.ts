@@ -5,6 +5,7 @@ import {
 } from "postgraphile/graphql";
 import { errorBody } from "./errors.js";
 import { identityOf } from "./authenticate.js";
+import type { AdmittedOperation } from "./direct-reads.js";
 
 /**
  * Limits that keep one request from costing the database more than a page of work, and the
@@ -111,6 +112,7 @@ export function graphqlGate(getSchema: () => GraphQLSchema, bodyLimitBytes: numb
       return res.json({ data: null, ...errorBody("Authentication Required.", "UNAUTHENTICATED") });
     }
     res.locals.operationType = operation?.operation;
+    res.locals.admittedOperation = operation && ({ document: checked.document!, operation } satisfies AdmittedOperation);
     res.locals.operationOrganization = organizationNamed(fields, variables as Record<string, unknown> | undefined);
     next();
   };

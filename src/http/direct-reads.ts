@@ -1,0 +1,51 @@
+import type { NextFunction, Request, Response } from "express";
+import type pg from "pg";
+import { createWithPgClient } from "postgraphile/adaptors/pg";
+import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from "postgraphile/graphql";
+import { runOperation } from "../../plugins/sql-operations.js";
+import { argumentsOf, compileDirectRead, failed, respond, type DirectRead } from "../graphql/direct-read.js";
+import { requestWithPgClient, tenantsOf, type ConnectionShare } from "../graphql/connection-share.js";
+import { identityOf, pgSettingsFor } from "./authenticate.js";
+import { maskError } from "./errors.js";
+
+/** What the gate admitted: the document and the operation it runs. */
+export interface AdmittedOperation { document: DocumentNode; operation: OperationDefinitionNode }
+
+/**
+ * Serves a read that src/graphql/direct-read.ts can answer from its SQL function's JSON, with the
+ * same database access as GraphQL execution (the caller's settings, the tenant's share of the
+ * pool, the request's budget); passes every other request on to GraphQL. Compiled reads are kept
+ * per operation node, which the gate keeps per query text.
+ */
+export function directReads(schema: () => GraphQLSchema, authPool: pg.Pool, share: ConnectionShare, budgetMs: number) {
+  const withPgClient = createWithPgClient({ pool: authPool });
+  const compiled = new WeakMap<OperationDefinitionNode, DirectRead | null>();
+  return async (req: Request, res: Response, next: NextFunction) => {
+    const admitted = res.locals.admittedOperation as AdmittedOperation | undefined;
+    if (!admitted) return next();
+    let read = compiled.get(admitted.operation);
+    if (read === undefined) {
+      read = compileDirectRead(schema(), admitted.document, admitted.operation) ?? null;
+      compiled.set(admitted.operation, read);
+    }
+    if (!read) return next();
+    const args = argumentsOf(schema(), read, (req.body as { variables?: Record<string, unknown> }).variables);
+    if (!args) return next();
+    const identity = identityOf(res);
+    const db = requestWithPgClient(withPgClient, share, tenantsOf(identity, res.locals.operationOrganization), budgetMs,
+      () => { res.locals.timedOut = true; });
+    let body: unknown;
+    try {
+      const json = await db(pgSettingsFor(identity), (client) => runOperation(client, read.operation, args));
+      body = respond(read, json);
+      // Not what its type promises: GraphQL execution says what is wrong with it.
+      if (!body) return next();
+    } catch (e) {
+      body = failed(read, e as Error, maskError);
+    }
+    // A string, not a Buffer: Node sends it in one write with the headers.
+    const text = JSON.stringify(body);
+    res.writeHead(200, { "Content-Type": "application/json;charset=utf-8", "Content-Length": String(Buffer.byteLength(text)) });
+    res.end(text);
+  };
+}

@@ -1,0 +1,188 @@
+import { createHash, randomUUID } from "node:crypto";
+import { postgraphile } from "postgraphile";
+import {
+  buildSchema, execute, getNamedType, isObjectType, parse, printSchema, type GraphQLObjectType, type GraphQLSchema, type OperationDefinitionNode,
+} from "postgraphile/graphql";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { makePreset } from "../src/graphql/preset.js";
+import { ConnectionShare, settingsStatement } from "../src/graphql/connection-share.js";
+import { argumentsOf, compileDirectRead, respond } from "../src/graphql/direct-read.js";
+import { pgSettingsFor } from "../src/http/authenticate.js";
+import { runOperation, SQL_READ } from "../plugins/sql-operations.js";
+import { createStorage } from "../src/storage/index.js";
+import { createTenant, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { accountsOf, bookEvent, call, CONFIRM, createEvent } from "./ledger-fixtures.js";
+
+/**
+ * Reads answered straight from their SQL function's JSON (src/graphql/direct-read.ts) answer
+ * exactly what GraphQL execution answers: for every Query field served by an SQL function, a
+ * document selecting every field of its result (aliases, __typename, fragments) is answered by the
+ * server, by the server's GraphQL execution (the same document with `@include(if: true)`, which
+ * the direct path leaves to it), and by graphql-js executing the document over the function's JSON.
+ */
+let h: Harness;
+let t: Tenant;
+let schema: GraphQLSchema;
+let plain: GraphQLSchema;
+let release: () => Promise<void>;
+const ids: Record<string, string> = {};
+
+beforeAll(async () => {
+  h = await startHarness();
+  t = await createTenant(h);
+  const pgl = postgraphile(makePreset(h.auth, { graphiql: false, share: ConnectionShare.forPool(20), statementTimeoutMs: 5000 }));
+  schema = await pgl.getSchema();
+  release = async () => { await pgl.release(); };
+  // The same types with graphql-js's default resolvers: each field is its JSON property.
+  plain = buildSchema(printSchema(schema));
+
+  const acc = await accountsOf(h, t);
+  const today = new Date().toISOString().slice(0, 10);
+  ids.eventId = await bookEvent(h, t, { merchantName: "Staples", amount: "12.50", transactionDate: today },
+    { categoryId: acc["Cost of Goods Sold"], paymentId: acc["Chequing"] });
+  await call(h, t, CONFIRM, { eventId: ids.eventId }, "confirmLedgerEvent");
+  await createEvent(h, t, { merchantName: "Café Ünïcode \"quoted\"", amount: "99.99", transactionDate: today });
+  const key = `${t.organizationId}/uploads/${randomUUID()}/receipt.txt`;
+  await createStorage(h.config).put(key, "receipt");
+  await h.owner.query(`insert into app_public.uploads (organization_id, object_key, filename, content_type, size, sha256)
+    values ($1, $2, 'receipt.txt', 'text/plain', 7, $3)`, [t.organizationId, key, createHash("sha256").update("receipt").digest("hex")]);
+  const attached = await call(h, t, `mutation($org: UUID!, $eventId: UUID!, $key: String!) {
+    attachReceiptToEvent(organizationId: $org, eventId: $eventId, objectKey: $key) { success error receiptId } }`,
+  { eventId: ids.eventId, key }, "attachReceiptToEvent");
+  ids.receiptId = attached.receiptId;
+});
+afterAll(async () => {
+  await release?.();
+  await h?.close();
+});
+
+const sqlReads = () => Object.values(schema.getQueryType()!.getFields()).filter((f) => (f.extensions as any)?.grafast?.plan?.[SQL_READ]);
+
+/** Every field of a type without arguments or a plan of its own, every third one aliased. */
+function selectionOf(type: GraphQLObjectType, depth = 0): string {
+  const parts = ["__typename"];
+  Object.values(type.getFields()).forEach((f, i) => {
+    if (f.args.length || (f.extensions as any)?.grafast?.plan) return;
+    const named = getNamedType(f.type);
+    const name = i % 3 === 1 ? `the_${f.name}: ${f.name}` : f.name;
+    if (isObjectType(named)) {
+      if (depth < 4) parts.push(`${name} { ${selectionOf(named, depth + 1)} }`);
+    } else {
+      parts.push(name);
+    }
+  });
+  return parts.join(" ");
+}
+
+/** A document for one root field: its required arguments from `ids`, its selection whole. */
+function documentFor(fieldName: string, rootDirective = ""): { query: string; variables: Record<string, unknown> } {
+  const field = schema.getQueryType()!.getFields()[fieldName];
+  const required = field.args.filter((a) => a.type.toString().endsWith("!"));
+  const variables: Record<string, unknown> = {};
+  for (const a of required) {
+    const value = a.name === "organizationId" ? t.organizationId : ids[a.name];
+    if (value === undefined) throw new Error(`test/direct-read.test.ts: give a value for ${fieldName}(${a.name})`);
+    variables[a.name] = value;
+  }
+  const defs = required.map((a) => `$${a.name}: ${a.type}`).join(", ");
+  const args = required.map((a) => `${a.name}: $${a.name}`).join(", ");
+  const named = getNamedType(field.type);
+  const selection = isObjectType(named) ? ` { ${selectionOf(named)} }` : "";
+  const query = `query${defs ? `(${defs})` : ""} { result: ${fieldName}${args ? `(${args})` : ""}${rootDirective}${selection} }`;
+  return { query, variables };
+}
+
+/** The function's JSON as the caller gets it, and graphql-js executing the document over it. */
+async function graphqlJs(fieldName: string, query: string, variables: Record<string, unknown>) {
+  const document = parse(query);
+  const read = compileDirectRead(schema, document, document.definitions[0] as OperationDefinitionNode)!;
+  const client = await h.auth.connect();
+  let json: unknown;
+  try {
+    await client.query(`begin; ${settingsStatement(pgSettingsFor({ kind: "user", userId: t.ownerId }))}`);
+    json = await runOperation(client as any, read.operation, argumentsOf(schema, read, variables)!);
+    await client.query("commit");
+  } finally {
+    client.release();
+  }
+  const executed = JSON.parse(JSON.stringify(await execute({ schema: plain, document, rootValue: { [fieldName]: json }, variableValues: variables })));
+  // The projection itself vouches for every value: nothing of it is left to GraphQL execution.
+  expect(respond(read, json), fieldName).toEqual(executed);
+  return executed;
+}
+
+/** The same document, which the direct path leaves to GraphQL execution: `@include(if: true)` on its root field. */
+function byExecution(query: string, field: string): string {
+  const end = query.indexOf(") {", query.indexOf(field));
+  return `${query.slice(0, end + 1)} @include(if: true)${query.slice(end + 1)}`;
+}
+
+describe("direct reads", () => {
+  it("covers the contract's reads, and leaves the rest to GraphQL execution", () => {
+    const reads = sqlReads().map((f) => f.name);
+    expect(reads).toEqual(expect.arrayContaining(["myOrganizations", "getLedgerEvent", "listLedgerEvents", "listReceipts", "incomeStatement"]));
+    expect(reads).not.toContain("connectMailbox");
+    const compiles = (query: string) => {
+      const document = parse(query);
+      return compileDirectRead(schema, document, document.definitions.find((d) => d.kind === "OperationDefinition") as OperationDefinitionNode) !== undefined;
+    };
+    expect(compiles("{ myOrganizations { id name } }")).toBe(true);
+    expect(compiles("query { o: myOrganizations { ...F } } fragment F on Organization { id n: name __typename }")).toBe(true);
+    // Two root fields, a directive, a field with a plan of its own, a mutation, introspection: GraphQL's.
+    expect(compiles("{ myOrganizations { id } a: myOrganizations { id } }")).toBe(false);
+    expect(compiles("{ myOrganizations @include(if: true) { id } }")).toBe(false);
+    expect(compiles("{ myOrganizations { id name @skip(if: false) } }")).toBe(false);
+    expect(compiles("query($o: UUID!, $r: UUID!) { getReceipt(organizationId: $o, receiptId: $r) { id imageUrl } }")).toBe(false);
+    expect(compiles("mutation($o: UUID!) { createApiKey(organizationId: $o) { success } }")).toBe(false);
+    expect(compiles("{ __schema { queryType { name } } }")).toBe(false);
+    expect(compiles("{ myOrganizations { id id } }")).toBe(false);
+  });
+
+  it("answers every read as GraphQL execution and graphql-js do", async () => {
+    const reads = sqlReads();
+    expect(reads.length).toBeGreaterThan(15);
+    for (const field of reads) {
+      const { query, variables } = documentFor(field.name);
+      // The owner's session: some reads (API keys, members, mailboxes) refuse an API key.
+      const direct = await h.gql(query, variables, t.ownerJwt);
+      const executed = await h.gql(documentFor(field.name, " @include(if: true)").query, variables, t.ownerJwt);
+      expect(direct.body.errors, field.name).toBeUndefined();
+      expect(direct.text, field.name).toBe(executed.text);
+      expect(direct.headers["content-type"], field.name).toBe(executed.headers["content-type"]);
+      expect(direct.body, field.name).toEqual(await graphqlJs(field.name, query, variables));
+    }
+  });
+
+  it("answers arguments, filters and lists as GraphQL execution does", async () => {
+    const LIST = `query($org: UUID!, $status: [String!], $limit: Int, $sortBy: String, $search: String) {
+      listLedgerEvents(organizationId: $org, status: $status, limit: $limit, sortBy: $sortBy, search: $search, sortDir: "asc") {
+        items { id merchantName functionalAmount receipts { id filename } journalEntry { id totalAmount voidedAt } } totalCount } }`;
+    for (const variables of [
+      { org: t.organizationId }, { org: t.organizationId, status: "confirmed" }, { org: t.organizationId, status: ["needs_review", "confirmed"], limit: 1 },
+      { org: t.organizationId, status: ["nonsense"] },
+      { org: t.organizationId, sortBy: "merchantName", search: "café" }, { org: t.organizationId, limit: 0 },
+    ]) {
+      const direct = await h.gql(LIST, variables, t.apiKey);
+      const executed = await h.gql(byExecution(LIST, "listLedgerEvents"), variables, t.apiKey);
+      expect(direct.text, JSON.stringify(variables)).toBe(executed.text);
+    }
+  });
+
+  it("reports a failed read as GraphQL execution does", async () => {
+    const GET = `query($org: UUID!, $id: UUID!) { event: getLedgerEvent(organizationId: $org, eventId: $id) { id } }`;
+    const LIST = `query($org: UUID!) { listLedgerEvents(organizationId: $org, sortBy: "nonsense") { totalCount } }`;
+    const other = await createTenant(h);
+    for (const [query, variables, credential] of [
+      [GET, { org: t.organizationId, id: randomUUID() }, t.apiKey], // not found, non-null field: data null
+      [GET, { org: other.organizationId, id: ids.eventId }, t.apiKey], // another organization's
+      [LIST, { org: t.organizationId }, t.ownerJwt], // bad sort
+      [GET, { org: t.organizationId, id: "not-a-uuid" }, t.apiKey], // variable that does not coerce
+      [GET, { org: t.organizationId }, t.apiKey], // missing variable
+    ] as const) {
+      const direct = await h.gql(query, variables, credential);
+      const executed = await h.gql(byExecution(query, query.includes("getLedgerEvent") ? "getLedgerEvent" : "listLedgerEvents"), variables, credential);
+      expect(direct.body.errors?.length, query).toBe(1);
+      expect(direct.text, `${query} ${JSON.stringify(variables)}`).toBe(executed.text);
+    }
+  });
+});
