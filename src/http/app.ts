@@ -1,4 +1,4 @@
-import { createServer, type Server } from "node:http";
+import { createServer, type RequestListener, type Server } from "node:http";
 import bytes from "bytes";
 import express, { type NextFunction, type Request, type Response } from "express";
 import { postgraphile } from "postgraphile";
@@ -14,6 +14,7 @@ import { errorBody } from "./errors.js";
 import { BULK_LIMITS, graphqlGate } from "./graphql-gate.js";
 import { idempotency } from "./idempotency.js";
 import { directReads } from "./direct-reads.js";
+import { graphqlEndpoint, isGraphqlPath } from "./graphql-endpoint.js";
 import { requestContext } from "./request-context.js";
 import { accessLog } from "./access-log.js";
 import { ConnectionShare } from "../graphql/connection-share.js";
@@ -32,7 +33,8 @@ export interface Pools {
 }
 
 export interface AppHandle {
-  app: express.Express;
+  /** Every request: /graphql to its endpoint, the rest to Express. */
+  app: RequestListener;
   server: Server;
   close(): Promise<void>;
 }
@@ -42,7 +44,7 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
   const app = express();
   app.disable("x-powered-by");
   app.set("trust proxy", config.trustProxy);
-  const server = createServer(app);
+  const server = createServer();
   const share = ConnectionShare.forPool(pools.auth.options.max ?? config.apiPoolSize);
   const urls = fileUrls(config);
   const pgl = postgraphile(makePreset(pools.auth, {
@@ -77,9 +79,13 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
   app.get("/files/:token", receiptFileRoute(urls, storage));
   app.use(intakeRoutes(config, pools, storage));
 
-  // `/graphql/` is the same endpoint as `/graphql`.
-  app.use((req, _res, next) => { if (req.path === "/graphql/") req.url = "/graphql" + req.url.slice(9); next(); });
-  app.use("/graphql",
+  // grafserv's handler for GraphiQL, when it is on; /graphql itself is answered below.
+  await serv.addTo(app, server);
+  app.use(notFound);
+  app.use(jsonErrors);
+
+  const graphql = graphqlEndpoint(app, [
+    requestContext, accessLog,
     (req, res, next) => {
       if (req.method !== "POST") {
         return res.status(405).set("Allow", "POST").json(errorBody("Send GraphQL requests with POST.", "BAD_USER_INPUT"));
@@ -96,17 +102,22 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
     graphqlGate(() => schema, bodyLimit),
     idempotency(pools.auth, config.secretsKey),
     directReads(() => schema, pools.auth, share, config.statementTimeoutMs),
-  );
-  await serv.addTo(app, server);
-  app.use((_req, res) => { res.status(404).json(errorBody("Not found.", "NOT_FOUND")); });
-  app.use(jsonErrors);
+    serv.createHandler(),
+    notFound,
+  ], jsonErrors);
+  const listener: RequestListener = (req, res) => (isGraphqlPath(req.url) ? graphql(req, res) : app(req, res));
+  server.on("request", listener);
 
   return {
-    app,
+    app: listener,
     server,
     // Releasing the PostGraphile instance releases its grafserv too.
     close: async () => { await pgl.release(); },
   };
+}
+
+function notFound(_req: Request, res: Response) {
+  res.status(404).json(errorBody("Not found.", "NOT_FOUND"));
 }
 
 /** Body-parser and unexpected middleware errors as JSON, with the contract's codes. */
