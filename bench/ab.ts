@@ -7,15 +7,17 @@ import { cpuMs } from "./overhead.js";
 import { AUTHENTICATOR_PASSWORD, databaseUrl, load, startServer } from "./support.js";
 
 /**
- * `npm run bench -- ab --before DIR [--seconds S]`: one step of issue 12 measured on its own. The
+ * `npm run bench -- ab --before DIR [--seconds S] [--runs N]`: one step of issue 12 measured on its own. The
  * server of this checkout and the one of DIR (another checkout, with its node_modules: the commit
  * before the step) on the overhead benchmark's database (run `npm run bench -- overhead` first),
- * alternately, 4 times each per case, printing req/s and CPU milliseconds per request of each run.
+ * alternately, N times each per case (default 4), printing req/s and CPU milliseconds per request of
+ * each run, and the median of the after ÷ before ratios of the pairs.
  */
 export async function run(args: string[]) {
   const before = args.includes("--before") ? path.resolve(args[args.indexOf("--before") + 1]) : undefined;
   if (!before) throw new Error("Give --before DIR: a checkout of the commit to compare with, with node_modules.");
   const seconds = args.includes("--seconds") ? Number(args[args.indexOf("--seconds") + 1]) : 6;
+  const runs = args.includes("--runs") ? Number(args[args.indexOf("--runs") + 1]) : 4;
   const dbUrl = databaseUrl("accounting_bench_overhead");
   const owner = new pg.Pool({ connectionString: dbUrl, max: 1 });
   const { rows: [o] } = await owner.query("select id from app_public.organizations where name = 'Bench Overhead'");
@@ -34,14 +36,24 @@ export async function run(args: string[]) {
   const servers = { before: { url: oldUrl, pid: child.pid! }, after: { url: fresh.url, pid: fresh.child.pid! } };
   for (const [name, body] of cases) {
     const out: Record<string, string[]> = { before: [], after: [] };
-    for (let r = 0; r < 4; r++) for (const which of (r % 2 ? ["after", "before"] : ["before", "after"]) as ("before" | "after")[]) {
+    const rps: Record<string, number[]> = { before: [], after: [] };
+    const cpu: Record<string, number[]> = { before: [], after: [] };
+    for (let r = 0; r < runs; r++) for (const which of (r % 2 ? ["after", "before"] : ["before", "after"]) as ("before" | "after")[]) {
       const s = servers[which];
       await load(s.url, body, auth, 10, 1);
       const c0 = cpuMs(s.pid);
       const res = await load(s.url, body, auth, 10, seconds);
-      out[which].push(`${res.rps.toFixed(0)} req/s ${((cpuMs(s.pid) - c0) / res.requests).toFixed(2)} ms`);
+      const ms = (cpuMs(s.pid) - c0) / res.requests;
+      out[which].push(`${res.rps.toFixed(0)} req/s ${ms.toFixed(2)} ms`);
+      rps[which].push(res.rps);
+      cpu[which].push(ms);
     }
+    const medianRatio = (m: Record<string, number[]>) => {
+      const ratios = m.after.map((a, i) => a / m.before[i]).sort((a, b) => a - b);
+      return ratios[Math.floor(ratios.length / 2)].toFixed(2);
+    };
     console.log(name, JSON.stringify(out));
+    console.log(`${name}: after ÷ before, median of ${runs} pairs: req/s ${medianRatio(rps)}, CPU ms/request ${medianRatio(cpu)}`);
   }
   child.kill("SIGTERM");
   await fresh.stop();
