@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { secretsKeyOf } from "./secrets/sealed-box.js";
 
@@ -110,7 +110,18 @@ export function localSecret(dir: string, name: string, envValue?: string): { val
   if (existsSync(file)) return { value: readFileSync(file, "utf8").trim() };
   mkdirSync(dir, { recursive: true });
   const value = randomBytes(32).toString("hex");
-  writeFileSync(file, value + "\n", { mode: 0o600 });
+  // Written whole under another name, then linked into place only if no other process (the API
+  // and a worker starting together on one data folder) got there first: both then use its secret.
+  const draft = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
+  writeFileSync(draft, value + "\n", { mode: 0o600 });
+  try {
+    linkSync(draft, file);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
+    return { value: readFileSync(file, "utf8").trim() };
+  } finally {
+    unlinkSync(draft);
+  }
   return { value, generatedIn: file };
 }
 
