@@ -9,7 +9,7 @@ import { startSmtpIntake, type SmtpIntake } from "./intake/smtp.js";
 import { createStorage } from "./storage/index.js";
 import { flushLogs, logger } from "./logger.js";
 import { commandOf, parentOf, startTimeOf } from "./processes.js";
-import { startWorker } from "../worker/run.js";
+import { startWorker, workerPoolSize } from "../worker/run.js";
 
 /**
  * `npm start`: a database (DATABASE_URL, else an embedded PostgreSQL under ./.data/postgres),
@@ -42,7 +42,8 @@ if (!databaseUrl) {
 }
 
 await runMigrations(databaseUrl);
-const owner = makePool(databaseUrl, 4);
+// Health checks, and the in-process worker's jobs when it is on.
+const owner = makePool(databaseUrl, config.worker ? workerPoolSize(config.workerConcurrency) : 4);
 if (!config.authDatabaseUrl) await ensureAuthenticatorLogin(owner, config.authenticatorPassword);
 const auth = makeApiPool(config.authDatabaseUrl ?? authenticatorUrl(databaseUrl, config.authenticatorPassword), config);
 

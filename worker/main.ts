@@ -1,7 +1,7 @@
 import { loadConfig } from "../src/config.js";
 import { makePool } from "../src/db/pools.js";
 import { logger } from "../src/logger.js";
-import { startWorker } from "./run.js";
+import { startWorker, workerPoolSize } from "./run.js";
 
 /** `npm run worker`: the job worker alone, for scale-out. Needs DATABASE_URL (the owner). */
 const config = loadConfig();
@@ -9,7 +9,7 @@ if (!config.databaseUrl) {
   logger.error("DATABASE_URL is required to run the worker on its own.");
   process.exit(1);
 }
-const pool = makePool(config.databaseUrl, 4);
+const pool = makePool(config.databaseUrl, workerPoolSize(config.workerConcurrency));
 const runner = await startWorker(pool, config.workerConcurrency);
 logger.info("worker started");
 for (const signal of ["SIGTERM", "SIGINT"] as const) {

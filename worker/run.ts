@@ -10,3 +10,6 @@ export async function startWorker(pgPool: pg.Pool, concurrency = 2): Promise<Run
   void runner.promise.finally(() => closeSandbox());
   return runner;
 }
+
+/** Connections a worker's pool needs: one for each job at once, one held for LISTEN, one spare. */
+export const workerPoolSize = (concurrency: number) => Math.max(4, concurrency + 2);
