@@ -131,7 +131,7 @@ async function startBare(authUrl: string, operations: [string, BareOperation][],
   const port = await freePort();
   const child = spawn(path.resolve("node_modules/.bin/tsx"), ["bench/overhead-bare.ts"], {
     env: { ...process.env, ...env, DATABASE_URL: authUrl, PORT: String(port), BARE_OPERATIONS: JSON.stringify(operations),
-      NODE_ENV: "production", NODE_OPTIONS: `--max-semi-space-size=32 ${process.env.NODE_OPTIONS ?? ""}` },
+      NODE_ENV: "production", NODE_OPTIONS: `--max-semi-space-size=32 --experimental-async-context-frame ${process.env.NODE_OPTIONS ?? ""}` },
     stdio: ["ignore", "pipe", "inherit"],
   });
   await new Promise<void>((resolve, reject) => {
