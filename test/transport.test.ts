@@ -1,3 +1,6 @@
+import { once } from "node:events";
+import { createServer } from "node:http";
+import { connect, type AddressInfo } from "node:net";
 import request from "supertest";
 import { GraphQLError } from "postgraphile/graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -105,5 +108,42 @@ describe("health and IDE", () => {
     const res = await request(h.handle.app).get("/graphiql").set("Accept", "text/html");
     expect(res.status).toBe(200);
     expect(res.text).toContain("Ruru");
+  });
+});
+
+describe("request targets (the endpoint in front of Express)", () => {
+  /** One raw HTTP/1.1 request with the target as given (a proxy's absolute form, a fragment …). */
+  async function raw(target: string, body: string, headers: Record<string, string> = {}): Promise<{ status: number; text: string }> {
+    const server = createServer(h.handle.app).listen(0, "127.0.0.1");
+    await once(server, "listening");
+    const { port } = server.address() as AddressInfo;
+    try {
+      const socket = connect(port, "127.0.0.1");
+      const head = Object.entries({ host: `127.0.0.1:${port}`, "content-type": "application/json", "content-length": String(Buffer.byteLength(body)),
+        connection: "close", ...headers }).map(([k, v]) => `${k}: ${v}\r\n`).join("");
+      // Written, not ended: the server closes the connection after its answer (connection: close).
+      socket.write(`POST ${target} HTTP/1.1\r\n${head}\r\n${body}`);
+      let text = "";
+      for await (const chunk of socket) text += chunk;
+      return { status: Number(text.slice(9, 12)), text: text.slice(text.indexOf("\r\n\r\n") + 4) };
+    } finally {
+      server.close();
+    }
+  }
+
+  it("every target that names /graphql goes through authentication and the gate", async () => {
+    const body = JSON.stringify({ query: "{ myOrganizations { id } }" });
+    for (const target of ["/graphql", "/graphql/", "/graphql?x=1", "/graphql#fragment", "http://example.test/graphql"]) {
+      // No credential: refused before anything runs, whichever way the path is written.
+      expect(JSON.parse((await raw(target, body)).text), target).toEqual({ data: null, errors: [{ message: "Authentication Required.", extensions: { code: "UNAUTHENTICATED" } }] });
+      const answered = JSON.parse((await raw(target, body, { authorization: t.apiKey })).text);
+      expect(answered.data.myOrganizations, target).toEqual([{ id: t.organizationId }]);
+    }
+    // Other paths under /graphql (as Express matches a mount: in any case) are not the endpoint.
+    for (const target of ["/GraphQL", "/graphql/other", "http://example.test/GRAPHQL/"]) {
+      const res = await raw(target, body, { authorization: t.apiKey });
+      expect(res.status, target).toBe(404);
+      expect(JSON.parse(res.text).errors[0].extensions.code, target).toBe("NOT_FOUND");
+    }
   });
 });

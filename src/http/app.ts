@@ -14,7 +14,7 @@ import { errorBody } from "./errors.js";
 import { BULK_LIMITS, graphqlGate } from "./graphql-gate.js";
 import { idempotency } from "./idempotency.js";
 import { directReads } from "./direct-reads.js";
-import { graphqlEndpoint, isGraphqlPath } from "./graphql-endpoint.js";
+import { graphqlEndpoint, isGraphqlRequest } from "./graphql-endpoint.js";
 import { requestContext } from "./request-context.js";
 import { accessLog } from "./access-log.js";
 import { ConnectionShare } from "../graphql/connection-share.js";
@@ -79,7 +79,10 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
   app.get("/files/:token", receiptFileRoute(urls, storage));
   app.use(intakeRoutes(config, pools, storage));
 
-  // grafserv's handler for GraphiQL, when it is on; /graphql itself is answered below.
+  // grafserv's handler for GraphiQL, when it is on. /graphql itself is answered by the endpoint
+  // below, in front of Express; were a request for it ever to reach Express, it must not reach
+  // grafserv without the endpoint's steps (authentication, limits).
+  app.use("/graphql", notFound);
   await serv.addTo(app, server);
   app.use(notFound);
   app.use(jsonErrors);
@@ -105,7 +108,7 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
     serv.createHandler(),
     notFound,
   ], jsonErrors);
-  const listener: RequestListener = (req, res) => (isGraphqlPath(req.url) ? graphql(req, res) : app(req, res));
+  const listener: RequestListener = (req, res) => (isGraphqlRequest(req) ? graphql(req, res) : app(req, res));
   server.on("request", listener);
 
   return {

@@ -1,14 +1,17 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Express, NextFunction, Request, Response } from "express";
+import parseurl from "parseurl";
 
 type Step = (req: Request, res: Response, next: NextFunction) => unknown;
 type ErrorStep = (err: unknown, req: Request, res: Response, next: NextFunction) => unknown;
 
-/** `/graphql` and `/graphql/` (the same endpoint), with or without a query string. */
-export function isGraphqlPath(url: string | undefined): boolean {
-  if (!url) return false;
-  const q = url.indexOf("?");
-  const path = q < 0 ? url : url.slice(0, q);
+/**
+ * Whether a request is the GraphQL endpoint's: its path, read as Express and grafserv read it
+ * (parseurl: an absolute-form target such as a proxy sends, a fragment), is `/graphql` or
+ * `/graphql/`. Express answers the other paths; those under `/graphql` with 404.
+ */
+export function isGraphqlRequest(req: IncomingMessage): boolean {
+  const path = parseurl(req)?.pathname;
   return path === "/graphql" || path === "/graphql/";
 }
 
@@ -21,7 +24,8 @@ export function isGraphqlPath(url: string | undefined): boolean {
  */
 export function graphqlEndpoint(app: Express, steps: Step[], onError: ErrorStep) {
   return (req: IncomingMessage, res: ServerResponse) => {
-    if (req.url && !req.url.startsWith("/graphql?") && req.url !== "/graphql") req.url = "/graphql" + req.url.slice(9);
+    // `/graphql/` is the same endpoint as `/graphql`.
+    if (parseurl(req)?.pathname === "/graphql/") req.url = "/graphql" + (parseurl(req)?.search ?? "");
     const request = Object.setPrototypeOf(req, app.request) as Request;
     const response = Object.setPrototypeOf(res, app.response) as Response;
     request.res = response;
@@ -30,7 +34,9 @@ export function graphqlEndpoint(app: Express, steps: Step[], onError: ErrorStep)
     let i = 0;
     const next: NextFunction = (err?: unknown) => {
       if (err !== undefined && err !== "route" && err !== "router") {
-        void Promise.resolve(onError(err, request, response, () => {})).catch(() => response.destroy());
+        // Too late to answer with an error: the connection is closed, as Express's final handler does.
+        if (response.headersSent) return void response.destroy();
+        void Promise.resolve().then(() => onError(err, request, response, () => {})).catch(() => response.destroy());
         return;
       }
       const step = steps[i++];
