@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makePreset } from "../src/graphql/preset.js";
 import { ConnectionShare, settingsStatement } from "../src/graphql/connection-share.js";
 import { argumentsOf, compileDirectRead, respond } from "../src/graphql/direct-read.js";
+import { directReadCounts } from "../src/http/direct-reads.js";
 import { pgSettingsFor } from "../src/http/authenticate.js";
 import { runOperation, SQL_READ } from "../plugins/sql-operations.js";
 import { createStorage } from "../src/storage/index.js";
@@ -136,6 +137,19 @@ describe("direct reads", () => {
     expect(compiles("mutation($o: UUID!) { createApiKey(organizationId: $o) { success } }")).toBe(false);
     expect(compiles("{ __schema { queryType { name } } }")).toBe(false);
     expect(compiles("{ myOrganizations { id id } }")).toBe(false);
+    // Not a key of the plain object the projection builds.
+    expect(compiles("{ myOrganizations { __proto__: id } }")).toBe(false);
+    expect(compiles("{ __proto__: myOrganizations { id } }")).toBe(false);
+  });
+
+  it("vouches only for values of their type, as GraphQL would serialize them", () => {
+    const document = parse("{ myOrganizations { id name } }");
+    const read = compileDirectRead(schema, document, document.definitions[0] as OperationDefinitionNode)!;
+    expect(respond(read, [{ id: "a", name: "b", other: 1 }])).toEqual({ data: { myOrganizations: [{ id: "a", name: "b" }] } });
+    expect(respond(read, [{ id: "a", name: 5 }])).toEqual({ data: { myOrganizations: [{ id: "a", name: "5" }] } });
+    expect(respond(read, [{ id: null, name: "b" }])).toBeUndefined(); // null in a non-null field
+    expect(respond(read, [{ id: "a", name: { no: 1 } }])).toBeUndefined(); // an object in a String
+    expect(respond(read, { id: "a" })).toBeUndefined(); // not a list
   });
 
   it("answers every read as GraphQL execution and graphql-js do", async () => {
@@ -144,8 +158,11 @@ describe("direct reads", () => {
     for (const field of reads) {
       const { query, variables } = documentFor(field.name);
       // The owner's session: some reads (API keys, members, mailboxes) refuse an API key.
+      const answered = directReadCounts.answered;
       const direct = await h.gql(query, variables, t.ownerJwt);
+      expect(directReadCounts.answered, `${field.name} was answered directly`).toBe(answered + 1);
       const executed = await h.gql(documentFor(field.name, " @include(if: true)").query, variables, t.ownerJwt);
+      expect(directReadCounts.answered, `${field.name} with @include was left to GraphQL`).toBe(answered + 1);
       expect(direct.body.errors, field.name).toBeUndefined();
       expect(direct.text, field.name).toBe(executed.text);
       expect(direct.headers["content-type"], field.name).toBe(executed.headers["content-type"]);
@@ -165,6 +182,14 @@ describe("direct reads", () => {
       const direct = await h.gql(LIST, variables, t.apiKey);
       const executed = await h.gql(byExecution(LIST, "listLedgerEvents"), variables, t.apiKey);
       expect(direct.text, JSON.stringify(variables)).toBe(executed.text);
+    }
+    // A session that names its organization in a header, and one that names it in the arguments only.
+    const GET = `query($eventId: UUID!) { getLedgerEvent(organizationId: "${t.organizationId}", eventId: $eventId) { id status } }`;
+    for (const headers of [{ "X-Organization-Id": t.organizationId }, {}]) {
+      const direct = await h.gql(GET, { eventId: ids.eventId }, t.ownerJwt, headers);
+      const executed = await h.gql(byExecution(GET, "getLedgerEvent"), { eventId: ids.eventId }, t.ownerJwt, headers);
+      expect(direct.body.data.getLedgerEvent.id).toBe(ids.eventId);
+      expect(direct.text).toBe(executed.text);
     }
   });
 

@@ -44,7 +44,7 @@ export function compileDirectRead(schema: GraphQLSchema, document: DocumentNode,
   const [root, ...more] = definition.selectionSet.selections;
   if (!root || more.length || root.kind !== Kind.FIELD || root.directives?.length || !root.selectionSet) return undefined;
   const field = schema.getQueryType()?.getFields()[root.name.value];
-  if (!field || !isSqlRead(field)) return undefined;
+  if (!field || !isSqlRead(field) || root.alias?.value === "__proto__") return undefined;
   const fragments = new Map(document.definitions.flatMap((d) => (d.kind === Kind.FRAGMENT_DEFINITION ? [[d.name.value, d] as const] : [])));
   try {
     return {
@@ -109,8 +109,9 @@ function objectProjection(type: GraphQLObjectType, selectionSet: SelectionSetNod
       if (s.directives?.length) throw unvouched;
       if (s.kind === Kind.FIELD) {
         const key = s.alias?.value ?? s.name.value;
-        // A key selected twice is merged by GraphQL; left to it.
-        if (keys.has(key) || s.arguments?.length) throw unvouched;
+        // A key selected twice is merged by GraphQL; left to it. `__proto__` would not be a key of
+        // the plain object the projection builds.
+        if (keys.has(key) || key === "__proto__" || s.arguments?.length) throw unvouched;
         keys.add(key);
         if (s.name.value === "__typename") {
           entries.push([key, "__typename", null]);

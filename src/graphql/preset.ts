@@ -62,8 +62,9 @@ export function makePreset(authPool: pg.Pool, opts: PresetOptions): GraphileConf
           signFileUrl: opts.signFileUrl,
           receiptSources: opts.receiptSources,
           pgSettings: pgSettingsFor(identity),
-          withPgClient: requestWithPgClient(withPgClient, opts.share, tenantsOf(identity, res?.locals?.operationOrganization),
-            opts.statementTimeoutMs, () => { if (res) res.locals.timedOut = true; }),
+          // A direct read that passed the request on has begun its database access and budget.
+          withPgClient: res?.locals?.requestDb ?? requestWithPgClient(withPgClient, opts.share,
+            tenantsOf(identity, res?.locals?.operationOrganization), opts.statementTimeoutMs, () => { if (res) res.locals.timedOut = true; }),
         };
       },
     },
