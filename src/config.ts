@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, linkSync, mkdirSync, readFileSync, unlinkSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { secretsKeyOf } from "./secrets/sealed-box.js";
 
@@ -112,15 +112,24 @@ export function localSecret(dir: string, name: string, envValue?: string): { val
   const value = randomBytes(32).toString("hex");
   // Written whole under another name, then linked into place only if no other process (the API
   // and a worker starting together on one data folder) got there first: both then use its secret.
+  // A file system without hard links gets an exclusive create instead (a reader at that very
+  // moment could see it empty).
   const draft = `${file}.${process.pid}.${randomBytes(4).toString("hex")}`;
-  writeFileSync(draft, value + "\n", { mode: 0o600 });
   try {
+    writeFileSync(draft, value + "\n", { mode: 0o600 });
     linkSync(draft, file);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== "EEXIST") throw e;
-    return { value: readFileSync(file, "utf8").trim() };
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") return { value: readFileSync(file, "utf8").trim() };
+    if (code !== "EPERM" && code !== "ENOTSUP" && code !== "EOPNOTSUPP") throw e;
+    try {
+      writeFileSync(file, value + "\n", { mode: 0o600, flag: "wx" });
+    } catch (again) {
+      if ((again as NodeJS.ErrnoException).code !== "EEXIST") throw again;
+      return { value: readFileSync(file, "utf8").trim() };
+    }
   } finally {
-    unlinkSync(draft);
+    rmSync(draft, { force: true });
   }
   return { value, generatedIn: file };
 }

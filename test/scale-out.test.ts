@@ -97,6 +97,8 @@ beforeAll(async () => {
     FILE_URL_SECRET: "scale-out-file-url-secret",
     SECRETS_KEY: "ab".repeat(32),
     STORAGE_DIR: tempDir("accounting-scale-storage-"),
+    // The check of jobs held at once counts on 2 each.
+    WORKER_CONCURRENCY: "2",
     LOG_LEVEL: "info",
   };
   const api = { ...shared, WORKER: "off", SMTP_PORT: "off", PORT: "0", RATE_LIMIT_PER_HOUR: String(QUOTA) };

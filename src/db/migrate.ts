@@ -60,6 +60,8 @@ export async function ensureAuthenticatorLogin(owner: pg.Pool, password: string)
   try {
     await client.query("begin");
     await client.query("set local log_statement = 'none'");
+    // Processes starting together would otherwise alter the role at once ("tuple concurrently updated").
+    await client.query("select pg_advisory_xact_lock(hashtext('accounting-api:migrate'))");
     await client.query(`alter role accounting_authenticator with login password '${password.replace(/'/g, "''")}'`);
     await client.query("commit");
   } catch (e) {
