@@ -1,55 +1,15 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTenant, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
-import { postGraphql, startServerProcess, type ServerProcess } from "./helpers/server-process.js";
+import { postGraphql, startServerProcess, startWorkerProcess, type ServerProcess, type WorkerProcess } from "./helpers/server-process.js";
 
 /**
  * Scale-out (README "Scaling out"): two API processes (`WORKER=off npm start`) and two workers
  * (`npm run worker`) on one database, started as an operator would, each with a data folder of
  * its own (another host) and one shared storage folder. Nothing they share lives in a process.
  */
-
-/** `npm run worker` (tsx worker/main.ts) in its own process group, logs captured. */
-interface WorkerProcess {
-  child: ChildProcess;
-  logs: () => string;
-  exited: Promise<number | null>;
-  kill(): void;
-}
-
-function startWorkerProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<WorkerProcess> {
-  let out = "";
-  const child = spawn(path.resolve("node_modules/.bin/tsx"), ["worker/main.ts"], {
-    env: { ...process.env, GRAPHILE_ENV: "production", NODE_ENV: "production", LOG_LEVEL: "info", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-  });
-  const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
-  const kill = () => {
-    try {
-      process.kill(-child.pid!, "SIGKILL");
-    } catch {
-      // already gone
-    }
-  };
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { kill(); reject(new Error(`worker did not start:\n${out}`)); }, timeoutMs);
-    const onData = (d: Buffer) => {
-      out += d.toString();
-      // Our log line once run() has returned, and graphile-worker's once it LISTENs for new jobs.
-      if (out.includes('"msg":"worker started"') && out.includes("Worker connected and looking for jobs")) {
-        clearTimeout(timer);
-        resolve({ child, logs: () => out, exited, kill });
-      }
-    };
-    child.stdout!.on("data", onData);
-    child.stderr!.on("data", onData);
-    child.on("exit", () => { clearTimeout(timer); reject(new Error(`worker exited:\n${out}`)); });
-  });
-}
 
 /** Starts them all at once; when any fails, stops those that started and throws. */
 async function startAll<T extends { kill(): void }>(starts: Promise<T>[]): Promise<T[]> {

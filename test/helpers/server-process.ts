@@ -17,12 +17,28 @@ export interface ServerProcess {
 }
 
 export function startServerProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
-  let out = "";
   const dataDir = env.DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), "accounting-data-"));
-  const child = spawn(path.resolve("node_modules/.bin/tsx"), ["src/main.ts"], {
-    env: { ...process.env, PORT: "0", SMTP_PORT: "0", LOG_LEVEL: "debug", NODE_ENV: "production", DATA_DIR: dataDir, ...env },
+  return startProcess("src/main.ts", { PORT: "0", SMTP_PORT: "0", LOG_LEVEL: "debug", NODE_ENV: "production", DATA_DIR: dataDir, ...env },
+    (out) => out.match(/"url":"(http:\/\/[^"]+)\/graphql"/)?.[1], timeoutMs,
+  ).then(({ ready: url, child, ...p }) => ({ ...p, child, url, dataDir, stop: () => { child.kill("SIGTERM"); return p.exited; } }));
+}
+
+/** `npm run worker` (tsx worker/main.ts), in its own process group, logs captured. */
+export interface WorkerProcess { child: ChildProcess; logs: () => string; exited: Promise<number | null>; kill(): void }
+
+export function startWorkerProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<WorkerProcess> {
+  return startProcess("worker/main.ts", { GRAPHILE_ENV: "production", NODE_ENV: "production", LOG_LEVEL: "info", ...env },
+    // Our log line once run() has returned, and graphile-worker's once it LISTENs for new jobs.
+    (out) => out.includes('"msg":"worker started"') && out.includes("Worker connected and looking for jobs") || undefined, timeoutMs);
+}
+
+/** A script under tsx in its own process group, ready once `ready` finds what it waits for in its output. */
+function startProcess<R>(script: string, env: Record<string, string>, ready: (out: string) => R | undefined, timeoutMs: number) {
+  let out = "";
+  const child = spawn(path.resolve("node_modules/.bin/tsx"), [script], {
+    env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
-    detached: true, // its own process group, so that kill() reaches the server under the launcher
+    detached: true, // its own process group, so that kill() reaches the process under the launcher
   });
   const exited = new Promise<number | null>((resolve) => child.on("exit", (code) => resolve(code)));
   const kill = () => {
@@ -32,22 +48,19 @@ export function startServerProcess(env: Record<string, string>, timeoutMs = 60_0
       // already gone
     }
   };
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { kill(); reject(new Error(`server did not start:\n${out}`)); }, timeoutMs);
+  return new Promise<{ ready: R; child: ChildProcess; logs: () => string; exited: Promise<number | null>; kill(): void }>((resolve, reject) => {
+    const timer = setTimeout(() => { kill(); reject(new Error(`${script} did not start:\n${out}`)); }, timeoutMs);
     const onData = (d: Buffer) => {
       out += d.toString();
-      const m = out.match(/"url":"(http:\/\/[^"]+)\/graphql"/);
-      if (m) {
+      const found = ready(out);
+      if (found !== undefined) {
         clearTimeout(timer);
-        resolve({
-          child, url: m[1], dataDir, logs: () => out, exited, kill,
-          stop: () => { child.kill("SIGTERM"); return exited; },
-        });
+        resolve({ ready: found, child, logs: () => out, exited, kill });
       }
     };
     child.stdout!.on("data", onData);
     child.stderr!.on("data", onData);
-    child.on("exit", () => { clearTimeout(timer); reject(new Error(`server exited:\n${out}`)); });
+    child.on("exit", () => { clearTimeout(timer); reject(new Error(`${script} exited:\n${out}`)); });
   });
 }
 
