@@ -1,8 +1,9 @@
-import { writeFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { postgraphile } from "postgraphile";
 import { getNamedType, isObjectType, printSchema, type GraphQLNamedType, type GraphQLSchema } from "postgraphile/graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makePreset } from "../src/graphql/preset.js";
+import { SCHEMA_FILE, printedSchema } from "../src/graphql/schema-file.js";
 import { GENERAL_LEDGER_FIELD } from "../plugins/general-ledger.js";
 import { ConnectionShare } from "../src/graphql/connection-share.js";
 import { startHarness, type Harness } from "./helpers/harness.js";
@@ -20,7 +21,6 @@ beforeAll(async () => {
   const pgl = postgraphile(makePreset(h.auth, { graphiql: false, share: ConnectionShare.forPool(20), statementTimeoutMs: 5000 }));
   schema = await pgl.getSchema();
   release = async () => { await pgl.release(); };
-  if (process.env.PRINT_SCHEMA) writeFileSync(process.env.PRINT_SCHEMA, printSchema(schema));
 });
 afterAll(async () => {
   await release?.();
@@ -43,6 +43,12 @@ function reachable(start: GraphQLNamedType, seen = new Set<string>()): Set<strin
 const GENERATED_ROOT = GENERAL_LEDGER_FIELD;
 
 describe("printed schema", () => {
+  it(`${SCHEMA_FILE} is the schema the server serves`, () => {
+    const committed = readFileSync(SCHEMA_FILE, "utf8");
+    // A change to the schema must come with the file clients generate their types from.
+    expect(committed === printedSchema(schema), `${SCHEMA_FILE} is out of date: run \`npm run schema:print\` and commit it`).toBe(true);
+  });
+
   it("has exactly one generated root field: the general ledger connection", () => {
     const query = schema.getQueryType()!.getFields();
     const generated = Object.values(query).filter((f) => /Connection$/.test(getNamedType(f.type).name) || /^all[A-Z]|By[A-Z]\w*Id$|^node$|^query$/.test(f.name));
