@@ -57,6 +57,8 @@ export interface Config {
   secretsKey: Buffer;
   /** How often each connected mailbox is scanned, in seconds (MAILBOX_SCAN_INTERVAL). */
   mailboxScanIntervalSeconds: number;
+  /** Bearer token of GET /metrics (METRICS_TOKEN); unset: no /metrics at all. */
+  metricsToken: string | undefined;
   /** How often each connected cloud-drive folder is scanned, in seconds (CLOUD_DRIVE_SCAN_INTERVAL). */
   cloudDriveScanIntervalSeconds: number;
   /** What the operator should know about this configuration (the server logs them at start). */
@@ -224,6 +226,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     outboundAllowLoopback: onOff(env, "OUTBOUND_ALLOW_LOOPBACK", false),
     secretsKey: secretsKeyOf(secretsKey.value),
     mailboxScanIntervalSeconds,
+    metricsToken: env.METRICS_TOKEN || undefined,
     cloudDriveScanIntervalSeconds: env.CLOUD_DRIVE_SCAN_INTERVAL ? minutes(env, "CLOUD_DRIVE_SCAN_INTERVAL", 15) : mailboxScanIntervalSeconds,
     notices,
   };

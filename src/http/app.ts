@@ -14,6 +14,7 @@ import { errorBody } from "./errors.js";
 import { BULK_LIMITS, graphqlGate } from "./graphql-gate.js";
 import { idempotency } from "./idempotency.js";
 import { directReads } from "./direct-reads.js";
+import { metricsRoute } from "./metrics-route.js";
 import { graphqlEndpoint, isGraphqlRequest } from "./graphql-endpoint.js";
 import { requestContext } from "./request-context.js";
 import { accessLog } from "./access-log.js";
@@ -63,6 +64,7 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
   const parseBulkBody = jsonBody(Math.max(bodyLimit, BULK_LIMITS.bodyBytes));
 
   app.use(requestContext, accessLog);
+  app.get("/metrics", metricsRoute(config.metricsToken, pools));
   app.get("/healthz", (_req, res) => { res.json({ status: "ok" }); });
   app.get("/readyz", async (_req, res) => {
     try {

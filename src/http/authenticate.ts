@@ -3,6 +3,7 @@ import type { NextFunction, Request, Response } from "express";
 import jwt from "jsonwebtoken";
 import type pg from "pg";
 import { errorBody } from "./errors.js";
+import { rateLimitRefusals } from "../metrics.js";
 import type { Config } from "../config.js";
 
 /** Who is calling, as the server tells PostgreSQL through per-request settings. */
@@ -71,6 +72,7 @@ export function authenticate(authPool: pg.Pool, config: Config) {
         if (key.request_count > quota) {
           const retryAfter = Math.max(1, Math.ceil((key.window_end.getTime() - Date.now()) / 1000));
           res.setHeader("Retry-After", String(retryAfter));
+          rateLimitRefusals.inc();
           return res.status(429).json(errorBody(rateLimitMessage(quota), "RATE_LIMITED"));
         }
         res.locals.identity = { kind: "apiKey", apiKeyId: key.api_key_id, organizationId: key.organization_id } satisfies Identity;

@@ -7,9 +7,7 @@ import { argumentsOf, compileDirectRead, failed, respond, type DirectRead } from
 import { requestWithPgClient, tenantsOf, type ConnectionShare } from "../graphql/connection-share.js";
 import { identityOf, pgSettingsFor } from "./authenticate.js";
 import { maskError } from "./errors.js";
-
-/** Reads answered here, and reads of a compiled document passed on after their SQL ran (for tests and metrics). */
-export const directReadCounts = { answered: 0, unvouched: 0 };
+import { directReadResults } from "../metrics.js";
 
 /** What the gate admitted: the document and the operation it runs. */
 export interface AdmittedOperation { document: DocumentNode; operation: OperationDefinitionNode }
@@ -45,13 +43,13 @@ export function directReads(schema: () => GraphQLSchema, authPool: pg.Pool, shar
       body = respond(read, json);
       if (!body) {
         // Not what its type promises: GraphQL execution says what is wrong with it.
-        directReadCounts.unvouched++;
+        directReadResults.inc({ result: "unvouched" });
         return next();
       }
     } catch (e) {
       body = failed(read, e as Error, maskError);
     }
-    directReadCounts.answered++;
+    directReadResults.inc({ result: "answered" });
     // A string, not a Buffer: Node sends it in one write with the headers.
     const text = JSON.stringify(body);
     res.writeHead(200, { "Content-Type": "application/json;charset=utf-8", "Content-Length": String(Buffer.byteLength(text)) });

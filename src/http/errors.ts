@@ -1,10 +1,11 @@
 import { GraphQLError } from "postgraphile/graphql";
 import { callerFailure, type ErrorCode } from "../db/sql-errors.js";
-import { currentRequestId } from "./request-context.js";
+import { currentRequestId, noteErrorToCaller } from "./request-context.js";
 import { logger } from "../logger.js";
 
 /** A GraphQL error body as the contract shows it, for responses written outside GraphQL. */
 export function errorBody(message: string, code: ErrorCode, extra: Record<string, unknown> = {}) {
+  noteErrorToCaller();
   return { errors: [{ message, extensions: { code, ...extra } }] };
 }
 
@@ -14,6 +15,7 @@ export function errorBody(message: string, code: ErrorCode, extra: Record<string
  * else is logged with the request id and masked.
  */
 export function maskError(error: GraphQLError): GraphQLError {
+  noteErrorToCaller();
   const original = error.originalError as (Error & { code?: unknown }) | undefined;
   const failure = callerFailure(original);
   if (failure) return withCode(error, failure.message, failure.code);

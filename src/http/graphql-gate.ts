@@ -112,6 +112,9 @@ export function graphqlGate(getSchema: () => GraphQLSchema, bodyLimitBytes: numb
       return res.json({ data: null, ...errorBody("Authentication Required.", "UNAUTHENTICATED") });
     }
     res.locals.operationType = operation?.operation;
+    // The metrics' label: names of the schema only (the document is valid), so a closed set.
+    const names = new Set(fields.map((f) => f.name.value));
+    res.locals.operationLabel = names.size === 1 ? [...names][0] : names.size ? "multiple" : "none";
     res.locals.admittedOperation = operation && ({ document: checked.document!, operation } satisfies AdmittedOperation);
     res.locals.operationOrganization = organizationNamed(fields, variables as Record<string, unknown> | undefined);
     next();

@@ -1,0 +1,66 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/**
+ * What the service tells Prometheus (GET /metrics, src/http/metrics-route.ts). Counters live for the
+ * process; gauges of the database (jobs, pools) are read at each scrape. Labels take only values
+ * from a closed set (operation names of the schema, a handful of outcomes), never caller input.
+ */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: "accounting_" });
+
+export const graphqlRequests = new Counter({
+  name: "accounting_graphql_requests_total",
+  help: "GraphQL requests by operation (the root field; multiple, introspection or none) and outcome (ok, error, rejected, rate_limited, failed).",
+  labelNames: ["operation", "outcome"] as const,
+  registers: [registry],
+});
+
+export const graphqlRequestSeconds = new Histogram({
+  name: "accounting_graphql_request_duration_seconds",
+  help: "Time from a GraphQL request's arrival to the end of its answer, by operation.",
+  labelNames: ["operation"] as const,
+  buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+
+export const rateLimitRefusals = new Counter({
+  name: "accounting_rate_limit_refusals_total",
+  help: "Requests refused with HTTP 429 because their API key used up its hourly quota.",
+  registers: [registry],
+});
+
+export const directReadResults = new Counter({
+  name: "accounting_direct_reads_total",
+  help: "Reads answered from their SQL function's JSON without GraphQL execution (answered), and those passed on to it after their SQL ran (unvouched).",
+  labelNames: ["result"] as const,
+  registers: [registry],
+});
+
+export const jobsQueued = new Gauge({
+  name: "accounting_jobs_queued",
+  help: "Jobs waiting or running in graphile-worker's queue, by task.",
+  labelNames: ["task"] as const,
+  registers: [registry],
+});
+
+export const jobsFailing = new Gauge({
+  name: "accounting_jobs_failing",
+  help: "Jobs whose last attempt failed, by task: waiting for a retry (retrying) or out of attempts (given_up).",
+  labelNames: ["task", "state"] as const,
+  registers: [registry],
+});
+
+export const poolConnections = new Gauge({
+  name: "accounting_pg_pool_connections",
+  help: "PostgreSQL pool connections by pool (api, owner) and state (total, idle, waiting clients).",
+  labelNames: ["pool", "state"] as const,
+  registers: [registry],
+});
+
+/** What a GraphQL request came to, from its HTTP status and whether its answer carried errors. */
+export function outcomeOf(status: number, errors: number): string {
+  if (status === 429) return "rate_limited";
+  if (status >= 500) return "failed";
+  if (status >= 400) return "rejected";
+  return errors > 0 ? "error" : "ok";
+}
