@@ -1471,6 +1471,27 @@ AS $function$ select jsonb_build_object('rowIndex', row_index, 'isDuplicate', is
      'isPossibleDuplicate', is_possible_duplicate, 'matchingEventId', matching_event_id) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.enqueue_operator_job(task text, org uuid, payload jsonb DEFAULT '{}'::jsonb)
+ RETURNS bigint
+ LANGUAGE plpgsql
+AS $function$
+declare v_id bigint;
+begin
+  if not task = any (app_private.operator_job_tasks()) then
+    perform app_private.fail(format('Unknown task "%s": one of %s.', task, array_to_string(app_private.operator_job_tasks(), ', ')));
+  end if;
+  if jsonb_typeof(coalesce(payload, '{}')) <> 'object' then
+    perform app_private.fail('The payload must be a JSON object.');
+  end if;
+  if not exists (select 1 from app_public.organizations o where o.id = org) then
+    perform app_private.fail('Organization Not Found.', 'AP404');
+  end if;
+  select (graphile_worker.add_job(task, (coalesce(payload, '{}') || jsonb_build_object('organizationId', org))::json,
+      max_attempts => 5)).id into v_id;
+  return v_id;
+end $function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.event_for_link(event_id uuid)
  RETURNS app_public.ledger_events
  LANGUAGE plpgsql
@@ -1783,6 +1804,30 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.list_operator_jobs(failed_only boolean DEFAULT false, lim integer DEFAULT 50)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare v_jobs jsonb;
+begin
+  select coalesce(jsonb_agg(j order by j."createdAt" desc, j.id::bigint desc), '[]') into v_jobs from (
+    -- The private table, not the jobs view: the view has no payload (graphile-worker 0.18).
+    select x.id::text as id, t.identifier as task, x.payload->>'organizationId' as "organizationId",
+           (select o.name from app_public.organizations o where o.id::text = x.payload->>'organizationId') as organization,
+           case when x.locked_at is not null then 'running'
+                when x.attempts >= x.max_attempts then 'failed'
+                when x.last_error is not null then 'retrying'
+                else 'waiting' end as state,
+           x.attempts, x.max_attempts as "maxAttempts", x.last_error as "lastError", x.run_at as "runAt", x.created_at as "createdAt"
+      from graphile_worker._private_jobs x join graphile_worker._private_tasks t on t.id = x.task_id
+     where not failed_only or x.last_error is not null
+     order by x.created_at desc, x.id desc
+     limit greatest(1, least(coalesce(lim, 50), 1000))) j;
+  return v_jobs;
+end $function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.list_receipt_sources(organization_id uuid, kind text)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -1997,6 +2042,13 @@ begin
   return 'acct_' || out;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.operator_job_tasks()
+ RETURNS text[]
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$ select array['import_processor_balance', 'match_receipts', 'reextract_receipts', 'rebuild_daily_totals'] $function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.organization_by_name(name text)
  RETURNS app_public.organizations
@@ -2469,6 +2521,22 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.queue_receipt_reextraction(org uuid, include_read boolean DEFAULT false)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare v_queued integer;
+begin
+  select count(graphile_worker.add_job('extract_receipt', json_build_object('organizationId', org, 'receiptId', r.id),
+           max_attempts => 5, job_key => 'reextract:' || r.id, job_key_mode => 'preserve_run_at'))
+    into v_queued
+    from app_public.receipts r
+   where r.organization_id = org and r.event_id is null and r.status <> 'rejected'
+     and (include_read or r.extraction_error is not null or r.amount is null or r.vendor_name is null);
+  return v_queued;
+end $function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.queue_source_scan(organization_id uuid, receipt_source_id uuid)
  RETURNS text
  LANGUAGE plpgsql
@@ -2515,6 +2583,64 @@ CREATE OR REPLACE FUNCTION app_private.reading_nearest(readings date[], day date
  IMMUTABLE PARALLEL SAFE
 AS $function$ select d from unnest(readings) d order by abs(d - day) nulls last, d limit 1 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.rebuild_daily_totals(org uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  started timestamptz := clock_timestamp();
+  v_totals_kept bigint;
+  v_counts_kept bigint;
+  v_totals_wrong bigint;
+  v_counts_wrong bigint;
+begin
+  if current_setting('transaction_isolation') <> 'repeatable read' then
+    perform app_private.fail('rebuild_daily_totals must run in a repeatable read transaction.');
+  end if;
+  if not exists (select 1 from app_public.organizations o where o.id = org) then
+    perform app_private.fail('Organization Not Found.', 'AP404');
+  end if;
+
+  create temporary table rebuilt_totals on commit drop as
+    select l.account_id, l.txn_date as day, sum(l.debit) as debit, sum(l.credit) as credit
+      from app_public.journal_lines l where l.organization_id = org and not l.voided group by 1, 2;
+  create temporary table wrong_totals on commit drop as
+    select coalesce(r.account_id, t.account_id) as account_id, coalesce(r.day, t.day) as day,
+           coalesce(r.debit, 0) as debit, coalesce(r.credit, 0) as credit
+      from rebuilt_totals r
+      full join (select * from app_public.account_daily_totals k where k.organization_id = org) t
+        on t.account_id = r.account_id and t.day = r.day
+     where coalesce(r.debit, 0) <> coalesce(t.debit, 0) or coalesce(r.credit, 0) <> coalesce(t.credit, 0);
+  insert into app_public.account_daily_totals as t (organization_id, account_id, day, debit, credit)
+    select org, w.account_id, w.day, w.debit, w.credit from wrong_totals w order by 2, 3
+    on conflict (organization_id, account_id, day) do update set debit = excluded.debit, credit = excluded.credit;
+  select count(*) into v_totals_kept from rebuilt_totals;
+  select count(*) into v_totals_wrong from wrong_totals;
+
+  create temporary table rebuilt_counts on commit drop as
+    select e.transaction_date as day, e.status, count(*) as n
+      from app_public.ledger_events e where e.organization_id = org group by 1, 2;
+  create temporary table wrong_counts on commit drop as
+    select coalesce(r.day, c.day) as day, coalesce(r.status, c.status) as status, coalesce(r.n, 0) as n
+      from rebuilt_counts r
+      full join (select * from app_public.ledger_event_daily_counts k where k.organization_id = org) c
+        on c.day = r.day and c.status = r.status
+     where coalesce(r.n, 0) <> coalesce(c.n, 0);
+  insert into app_public.ledger_event_daily_counts as t (organization_id, day, status, n)
+    select org, w.day, w.status, w.n from wrong_counts w order by 2, 3
+    on conflict (organization_id, day, status) do update set n = excluded.n;
+  select count(*) into v_counts_kept from rebuilt_counts;
+  select count(*) into v_counts_wrong from wrong_counts;
+
+  return jsonb_build_object(
+    'organizationId', org,
+    'equal', v_totals_wrong = 0 and v_counts_wrong = 0,
+    'accountDays', v_totals_kept, 'accountDaysRepaired', v_totals_wrong,
+    'statusDays', v_counts_kept, 'statusDaysRepaired', v_counts_wrong,
+    'ms', round(extract(epoch from clock_timestamp() - started) * 1000));
+end $function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.receipt_candidates(receipt_id uuid)
  RETURNS TABLE(event_id uuid, merchant_name text, transaction_date date, functional_amount numeric, status text, similarity real, day_distance integer, reading date)
@@ -2787,6 +2913,21 @@ begin
   return p.id;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.retry_operator_job(job_id bigint)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare v_found boolean;
+begin
+  select true into v_found from graphile_worker.reschedule_jobs(array[job_id], run_at => now(), attempts => 0) limit 1;
+  if v_found is null then
+    perform app_private.fail(format('No job %s in the queue (a job that succeeded is no longer there).', job_id), 'AP404');
+  end if;
+  return (select to_jsonb(j) from (select x.id::text as id, x.task_identifier as task, x.attempts, x.run_at as "runAt"
+                                     from graphile_worker.jobs x where x.id = job_id) j);
+end $function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.revoke_api_key(org uuid, key_id uuid)
  RETURNS jsonb

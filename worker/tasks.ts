@@ -6,6 +6,7 @@ import { createStorage, type Storage } from "../src/storage/index.js";
 import { EXTRACT_RECEIPT_TASK, extractReceiptPayload, MATCH_RECEIPTS_TASK, matchReceiptsPayload, runExtraction, runMatching } from "../src/receipts/jobs.js";
 import { QUEUE_SOURCE_SCANS_TASK, queueDueSourceScans, runSourceScan, SCAN_CLOUD_DRIVE_TASK, SCAN_MAILBOX_TASK, sourceScanPayload } from "../src/sources/jobs.js";
 import { jobPool, recordedJob } from "./job-results.js";
+import { REBUILD_DAILY_TOTALS_TASK, REEXTRACT_RECEIPTS_TASK, rebuildDailyTotals, reextractReceipts } from "../src/operator-jobs/tasks.js";
 
 /**
  * Every job the worker knows, by identifier, reading stored files from `storage` and its settings
@@ -53,6 +54,15 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
     },
     async [SCAN_CLOUD_DRIVE_TASK](payload, helpers) {
       await recordedJob(helpers, payloadOrganizationId(payload), () => scan(payload, helpers));
+    },
+
+    // The operator's (`npm run cli -- enqueue`): daily totals checked against the journal, and
+    // receipts read again.
+    async [REBUILD_DAILY_TOTALS_TASK](payload, helpers) {
+      await recordedJob(helpers, payloadOrganizationId(payload), () => rebuildDailyTotals(helpers, payload));
+    },
+    async [REEXTRACT_RECEIPTS_TASK](payload, helpers) {
+      await recordedJob(helpers, payloadOrganizationId(payload), () => reextractReceipts(helpers, payload));
     },
 
     // Queued after extraction, and when an organization's events change while receipts wait.

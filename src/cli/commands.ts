@@ -3,6 +3,7 @@ import { CliError, organizationByName, required, sql, type Command } from "./com
 import { bankImportCommands } from "./bank-import-commands.js";
 import { processorImportCommands } from "./processor-import-commands.js";
 import { scanCommands } from "./scan-commands.js";
+import { jobCommands } from "./job-commands.js";
 
 const string = { type: "string" } as const;
 
@@ -81,4 +82,5 @@ export const commands: Record<string, Command> = {
   ...bankImportCommands,
   ...processorImportCommands,
   ...scanCommands,
+  ...jobCommands,
 };

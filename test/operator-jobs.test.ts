@@ -1,0 +1,93 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "./helpers/cli.js";
+import { createTenant, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { runJobs } from "./helpers/worker.js";
+import { accountsOf, bookEvent, call, CONFIRM, createEvent } from "./ledger-fixtures.js";
+
+/** Operator jobs (issue 13): enqueue, list_jobs, retry_job, and what the jobs record. */
+let h: Harness;
+let t: Tenant;
+beforeAll(async () => {
+  h = await startHarness();
+  t = await createTenant(h);
+  const acc = await accountsOf(h, t);
+  for (const [merchantName, amount, day] of [["Staples", "12.50", "2026-10-01"], ["Bell", "80.00", "2026-10-02"], ["Staples", "7.25", "2026-10-02"]]) {
+    const id = await bookEvent(h, t, { merchantName, amount, transactionDate: day }, { categoryId: acc["Cost of Goods Sold"], paymentId: acc["Chequing"] });
+    await call(h, t, CONFIRM, { eventId: id }, "confirmLedgerEvent");
+  }
+  await createEvent(h, t, { merchantName: "Pending", amount: "3.00", transactionDate: "2026-10-03" });
+});
+afterAll(() => h?.close());
+
+const cli = (...args: string[]) => runCli(h.databaseUrl, ...args);
+const lastResult = async (job: string) => (await h.owner.query(
+  "select status, result, error, attempt from app_private.job_results where job_name = $1 order by id desc limit 1", [job])).rows[0];
+
+describe("operator jobs", () => {
+  it("rebuild_daily_totals reports equality, and puts right totals that went wrong", async () => {
+    const queued = await cli("enqueue", "rebuild_daily_totals", "--org-name", t.name, "--json");
+    expect(queued).toMatchObject({ code: 0, json: { task: "rebuild_daily_totals", organizationId: t.organizationId } });
+    const listed = await cli("list_jobs", "--json");
+    expect(listed.json.jobs).toContainEqual(expect.objectContaining({ id: queued.json.jobId, task: "rebuild_daily_totals", state: "waiting", organization: t.name }));
+    await runJobs(h, 1);
+    const first = await lastResult("rebuild_daily_totals");
+    expect(first).toMatchObject({ status: "succeeded", result: { equal: true, accountDaysRepaired: 0, statusDaysRepaired: 0, organizationId: t.organizationId } });
+    expect(first.result.accountDays).toBeGreaterThanOrEqual(4); // two days, two accounts each
+    expect(first.result.ms).toEqual(expect.any(Number));
+
+    // What the triggers keep, damaged behind their back: one total off by a cent, one count lost, one row too many.
+    const totals = "select account_id, day, debit, credit from app_public.account_daily_totals where organization_id = $1 order by 1, 2";
+    const before = (await h.owner.query(totals, [t.organizationId])).rows;
+    await h.owner.query("update app_public.account_daily_totals set debit = debit + 0.01 where organization_id = $1 and day = '2026-10-01' and debit > 0", [t.organizationId]);
+    await h.owner.query("delete from app_public.ledger_event_daily_counts where organization_id = $1 and day = '2026-10-03'", [t.organizationId]);
+    await h.owner.query(`insert into app_public.account_daily_totals (organization_id, account_id, day, debit, credit)
+      select organization_id, account_id, '2020-01-01', 5, 0 from app_public.account_daily_totals where organization_id = $1 limit 1`, [t.organizationId]);
+    await cli("enqueue", "rebuild_daily_totals", "--org-name", t.name);
+    await runJobs(h, 1);
+    expect(await lastResult("rebuild_daily_totals")).toMatchObject({ status: "succeeded", result: { equal: false, accountDaysRepaired: 2, statusDaysRepaired: 1 } });
+    const after = (await h.owner.query(totals + "", [t.organizationId])).rows.filter((r) => Number(r.debit) !== 0 || Number(r.credit) !== 0);
+    expect(after).toEqual(before);
+    // Run again: nothing left to put right.
+    await cli("enqueue", "rebuild_daily_totals", "--org-name", t.name);
+    await runJobs(h, 1);
+    expect((await lastResult("rebuild_daily_totals")).result).toMatchObject({ equal: true });
+  });
+
+  it("a failing job is listed with --failed and runs again with retry_job; bad input changes nothing", async () => {
+    // A file that is not in storage: a failure retrying cannot mend, recorded and out of the queue.
+    const missing = await cli("enqueue", "import_processor_balance", "--org-name", t.name, "--payload", JSON.stringify({ objectKey: `${t.organizationId}/imports/none.csv` }), "--json");
+    expect(missing.code).toBe(0);
+    await runJobs(h, 1);
+    expect(await lastResult("import_processor_balance")).toMatchObject({ status: "failed", attempt: 1, error: expect.stringMatching(/No stored object/) });
+    expect((await cli("retry_job", missing.json.jobId)).stderr).toMatch(new RegExp(`No job ${missing.json.jobId} in the queue`));
+
+    // An organization deleted after its job was queued: the job fails and waits for its next attempt.
+    const gone = await createTenant(h);
+    const queued = await cli("enqueue", "rebuild_daily_totals", "--org-name", gone.name, "--json");
+    await h.owner.query("delete from app_public.organizations where id = $1", [gone.organizationId]);
+    await runJobs(h, 1);
+    const failed = await cli("list_jobs", "--failed", "--json");
+    const job = failed.json.jobs.find((j: { id: string }) => j.id === queued.json.jobId);
+    expect(job).toMatchObject({ task: "rebuild_daily_totals", state: "retrying", attempts: 1, lastError: expect.stringMatching(/Organization Not Found/) });
+    expect((await cli("list_jobs", "--failed")).stdout).toMatch(new RegExp(`^${queued.json.jobId}\trebuild_daily_totals\t${gone.organizationId}\tretrying\t1/5`, "m"));
+    const retried = await cli("retry_job", queued.json.jobId, "--json");
+    expect(retried).toMatchObject({ code: 0, json: { job: { id: queued.json.jobId, task: "rebuild_daily_totals", attempts: 0 } } });
+    expect((await cli("retry_job", "999999999")).stderr).toMatch(/No job 999999999 in the queue/);
+    await h.owner.query("delete from graphile_worker._private_jobs where id = $1", [queued.json.jobId]);
+
+    const jobsBefore = (await h.owner.query("select count(*)::int n from graphile_worker.jobs")).rows[0].n;
+    expect((await cli("enqueue", "drop_everything", "--org-name", t.name)).stderr).toMatch(/Unknown task "drop_everything": one of import_processor_balance, match_receipts, reextract_receipts, rebuild_daily_totals/);
+    expect((await cli("enqueue", "match_receipts", "--org-name", t.name, "--payload", "{not json")).stderr).toMatch(/--payload must be JSON/);
+    expect((await cli("enqueue", "match_receipts", "--org-name", t.name, "--payload", "[1]")).stderr).toMatch(/The payload must be a JSON object/);
+    expect((await cli("enqueue", "match_receipts", "--org-name", "No Such Org")).code).toBe(1);
+    expect((await h.owner.query("select count(*)::int n from graphile_worker.jobs")).rows[0].n).toBe(jobsBefore);
+  });
+
+  it("match_receipts and reextract_receipts run for the organization and record what they did", async () => {
+    await cli("enqueue", "match_receipts", "--org-name", t.name);
+    await cli("enqueue", "reextract_receipts", "--org-name", t.name, "--payload", '{"all": true}');
+    await runJobs(h, 2);
+    expect(await lastResult("match_receipts")).toMatchObject({ status: "succeeded" });
+    expect(await lastResult("reextract_receipts")).toMatchObject({ status: "succeeded", result: { organizationId: t.organizationId, all: true, queued: 0 } });
+  });
+});
