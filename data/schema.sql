@@ -1804,6 +1804,23 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.list_job_results(task text DEFAULT NULL::text, job_id text DEFAULT NULL::text, lim integer DEFAULT 50)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select coalesce(jsonb_agg(r order by r.id desc), '[]') from (
+    select x.id, x.job_name as task, x.job_id as "jobId", x.attempt, x.organization_id as "organizationId",
+           (select o.name from app_public.organizations o where o.id = x.organization_id) as organization,
+           x.status, x.result, x.error, x.started_at as "startedAt", x.finished_at as "finishedAt"
+      from app_private.job_results x
+     where (list_job_results.task is null or x.job_name = list_job_results.task)
+       and (list_job_results.job_id is null or x.job_id = list_job_results.job_id)
+     order by x.id desc
+     limit greatest(1, least(coalesce(lim, 50), 1000))) r
+$function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.list_operator_jobs(failed_only boolean DEFAULT false, lim integer DEFAULT 50)
  RETURNS jsonb
  LANGUAGE plpgsql

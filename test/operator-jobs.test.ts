@@ -34,6 +34,9 @@ describe("operator jobs", () => {
     expect(first).toMatchObject({ status: "succeeded", result: { equal: true, accountDaysRepaired: 0, statusDaysRepaired: 0, organizationId: t.organizationId } });
     expect(first.result.accountDays).toBeGreaterThanOrEqual(4); // two days, two accounts each
     expect(first.result.ms).toEqual(expect.any(Number));
+    const shown = await cli("job_results", "rebuild_daily_totals", "--job", queued.json.jobId, "--json");
+    expect(shown.json.results).toEqual([expect.objectContaining({ jobId: queued.json.jobId, status: "succeeded", organization: t.name,
+      result: expect.objectContaining({ equal: true }) })]);
 
     // What the triggers keep, damaged behind their back: one total off by a cent, one count lost, one row too many.
     const totals = "select account_id, day, debit, credit from app_public.account_daily_totals where organization_id = $1 order by 1, 2";

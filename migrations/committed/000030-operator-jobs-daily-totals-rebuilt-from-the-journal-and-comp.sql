@@ -1,6 +1,6 @@
 --! Previous: sha1:63b64d99756afd973505a02b9663bd5ec5fb3832
---! Hash: sha1:e28bcb65c19b4bb074d5b085b82faf4d2afae978
---! Message: Operator jobs: daily totals rebuilt from the journal and compared, jobs queued, listed and retried by the operator, receipts read again
+--! Hash: sha1:d6089e415f1dd1684a07f9b949a4a41dbbab0391
+--! Message: Operator jobs: daily totals rebuilt from the journal and compared, jobs queued, listed and retried by the operator, what they did listed, receipts read again
 
 --! Included ledger/daily-totals.sql
 -- Rebuilding an organization's daily totals (per account and day, kept by the journal's triggers)
@@ -136,6 +136,23 @@ begin
   return (select to_jsonb(j) from (select x.id::text as id, x.task_identifier as task, x.attempts, x.run_at as "runAt"
                                      from graphile_worker.jobs x where x.id = job_id) j);
 end $$;
+
+-- What jobs did, newest first (app_private.job_results): every attempt of every recorded task, or
+-- of one task, or of one job.
+create or replace function app_private.list_job_results(task text default null, job_id text default null, lim integer default 50)
+  returns jsonb
+  language sql stable as
+$$
+  select coalesce(jsonb_agg(r order by r.id desc), '[]') from (
+    select x.id, x.job_name as task, x.job_id as "jobId", x.attempt, x.organization_id as "organizationId",
+           (select o.name from app_public.organizations o where o.id = x.organization_id) as organization,
+           x.status, x.result, x.error, x.started_at as "startedAt", x.finished_at as "finishedAt"
+      from app_private.job_results x
+     where (list_job_results.task is null or x.job_name = list_job_results.task)
+       and (list_job_results.job_id is null or x.job_id = list_job_results.job_id)
+     order by x.id desc
+     limit greatest(1, least(coalesce(lim, 50), 1000))) r
+$$;
 --! EndIncluded jobs/operator-jobs.sql
 --! Included jobs/enqueue.sql
 -- Jobs the database queues in the same transaction as the change that needs them (a receipt

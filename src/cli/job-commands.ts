@@ -5,6 +5,11 @@ interface Job {
   attempts: number; maxAttempts: number; lastError: string | null; runAt: string; createdAt: string;
 }
 
+interface JobResult {
+  id: string; task: string; jobId: string | null; attempt: number | null; organizationId: string | null; organization: string | null;
+  status: string; result: unknown; error: string | null; startedAt: string; finishedAt: string;
+}
+
 /** A whole number from 1 to 1000, or the default. */
 function limitOf(raw: string | boolean | undefined, fallback = 50): number {
   if (raw === undefined) return fallback;
@@ -15,7 +20,7 @@ function limitOf(raw: string | boolean | undefined, fallback = 50): number {
 
 /**
  * Jobs an operator drives (issue 13): queue one of the tasks that are safe to run again for an
- * organization, list the queue, run a failed job again. The rules are SQL functions
+ * organization, list the queue, see what jobs did, run a failed job again. The rules are SQL functions
  * (migrations/fixtures/jobs/operator-jobs.sql); what each job did is in app_private.job_results.
  */
 export const jobCommands: Record<string, Command> = {
@@ -56,6 +61,20 @@ export const jobCommands: Record<string, Command> = {
         result: { jobs },
         text: jobs.length === 0 ? (failed ? "No failed jobs in the queue." : "The queue is empty.") : [header, ...lines].join("\n"),
       };
+    },
+  },
+  job_results: {
+    usage: "job_results [TASK] [--job ID] [--limit 50] [--json]",
+    options: { job: { type: "string" }, limit: { type: "string" } },
+    async run(ctx) {
+      const [task] = ctx.args.positionals;
+      const job = typeof ctx.args.values.job === "string" ? ctx.args.values.job : null;
+      const [{ results }] = await sql<{ results: JobResult[] }>(ctx.db, "select app_private.list_job_results($1, $2, $3) as results",
+        [task ?? null, job, limitOf(ctx.args.values.limit)]);
+      const header = ["finished", "job", "task", "organization", "attempt", "status", "result", "error"].join("\t");
+      const lines = results.map((r) => [r.finishedAt, r.jobId ?? "-", r.task, r.organization ?? r.organizationId ?? "-", r.attempt ?? "-", r.status,
+        r.result === null ? "" : JSON.stringify(r.result), (r.error ?? "").split("\n")[0]].join("\t"));
+      return { result: { results }, text: results.length === 0 ? "No job has recorded a result yet." : [header, ...lines].join("\n") };
     },
   },
   retry_job: {
