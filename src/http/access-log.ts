@@ -1,12 +1,13 @@
-import type { NextFunction, Request, Response } from "express";
 import { logger } from "../logger.js";
 import { graphqlRequests, graphqlRequestSeconds, outcomeOf } from "../metrics.js";
 import { errorsToCaller } from "./request-context.js";
+import { pathOf, type HttpRequest, type HttpResponse, type Next } from "./node-http.js";
 
 /** One line per request: never headers, credentials or bodies. */
-export function accessLog(req: Request, res: Response, next: NextFunction) {
+export function accessLog(req: HttpRequest, res: HttpResponse, next: Next) {
   const start = process.hrtime.bigint();
-  const graphql = req.path === "/graphql";
+  const path = pathOf(req);
+  const graphql = path === "/graphql";
   res.on("finish", () => {
     const ms = Number(process.hrtime.bigint() - start) / 1e6;
     if (graphql) {
@@ -19,7 +20,7 @@ export function accessLog(req: Request, res: Response, next: NextFunction) {
       requestId: res.locals.requestId,
       method: req.method,
       // A signed file URL is a credential for its lifetime: its token stays out of the log.
-      path: req.path.startsWith("/files/") ? "/files/…" : req.path,
+      path: path.startsWith("/files/") ? "/files/…" : path,
       status: res.statusCode,
       ms,
       caller: identity?.kind === "apiKey" ? `key:${identity.apiKeyId}` : identity?.kind === "user" ? `user:${identity.userId}` : undefined,

@@ -1,8 +1,7 @@
 import { createServer, type RequestListener, type Server } from "node:http";
 import bytes from "bytes";
-import express, { type NextFunction, type Request, type Response } from "express";
+import express, { type Request, type Response } from "express";
 import { postgraphile } from "postgraphile";
-import { grafserv } from "postgraphile/grafserv/express/v4";
 import type pg from "pg";
 import { makePreset } from "../graphql/preset.js";
 import type { Config } from "../config.js";
@@ -16,6 +15,8 @@ import { idempotency } from "./idempotency.js";
 import { directReads } from "./direct-reads.js";
 import { metricsRoute } from "./metrics-route.js";
 import { graphqlEndpoint, isGraphqlRequest } from "./graphql-endpoint.js";
+import { sendJson, type HttpRequest, type HttpResponse, type Next, type Step } from "./node-http.js";
+import { parsedBodyGrafserv } from "../graphql/grafserv-parsed-body.js";
 import { requestContext } from "./request-context.js";
 import { accessLog } from "./access-log.js";
 import { ConnectionShare } from "../graphql/connection-share.js";
@@ -52,7 +53,8 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
     graphiql: config.graphiql, share, statementTimeoutMs: config.statementTimeoutMs, signFileUrl: urls.sign,
     receiptSources: { outbound: { allowLoopback: config.outboundAllowLoopback }, secrets: sealedBox(config.secretsKey) },
   }));
-  const serv = pgl.createServ(grafserv);
+  const serv = pgl.createServ(parsedBodyGrafserv);
+  const grafservHandler = serv.createHandler() as unknown as Step;
   const schema = await pgl.getSchema();
   const bodyLimit = bytes.parse(config.bodyLimit);
   if (bodyLimit === null || !(bodyLimit > 0)) throw new Error(`BODY_LIMIT must look like 1mb, 512kb or 100000, got "${config.bodyLimit}".`);
@@ -85,15 +87,16 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
   // below, in front of Express; were a request for it ever to reach Express, it must not reach
   // grafserv without the endpoint's steps (authentication, limits).
   app.use("/graphql", notFound);
-  await serv.addTo(app, server);
+  app.use(grafservHandler as unknown as express.RequestHandler);
   app.use(notFound);
   app.use(jsonErrors);
 
-  const graphql = graphqlEndpoint(app, [
+  const graphql = graphqlEndpoint([
     requestContext, accessLog,
     (req, res, next) => {
       if (req.method !== "POST") {
-        return res.status(405).set("Allow", "POST").json(errorBody("Send GraphQL requests with POST.", "BAD_USER_INPUT"));
+        res.setHeader("Allow", "POST");
+        return sendJson(res, 405, errorBody("Send GraphQL requests with POST.", "BAD_USER_INPUT"));
       }
       // grafserv answers in "legacy" application/json mode: HTTP 200 for GraphQL errors (stack notes §4).
       req.headers.accept = "application/json";
@@ -103,11 +106,11 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
     authenticate(pools.auth, config),
     // An authenticated caller's body is read up to the bulk operations' limit, and the gate holds
     // every other operation to BODY_LIMIT; an anonymous caller's, which can run nothing, to BODY_LIMIT.
-    (req, res, next) => (identityOf(res).kind === "anonymous" ? parseBody : parseBulkBody)(req, res, next),
+    (req, res, next) => (identityOf(res).kind === "anonymous" ? parseBody : parseBulkBody)(req as Request, res as unknown as Response, next),
     graphqlGate(() => schema, bodyLimit),
     idempotency(pools.auth, config.secretsKey),
     directReads(() => schema, pools.auth, share, config.statementTimeoutMs),
-    serv.createHandler(),
+    grafservHandler,
     notFound,
   ], jsonErrors);
   const listener: RequestListener = (req, res) => (isGraphqlRequest(req) ? graphql(req, res) : app(req, res));
@@ -121,19 +124,20 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
   };
 }
 
-function notFound(_req: Request, res: Response) {
-  res.status(404).json(errorBody("Not found.", "NOT_FOUND"));
+function notFound(_req: HttpRequest, res: HttpResponse) {
+  sendJson(res, 404, errorBody("Not found.", "NOT_FOUND"));
 }
 
 /** Body-parser and unexpected middleware errors as JSON, with the contract's codes. */
-function jsonErrors(err: unknown, _req: Request, res: Response, _next: NextFunction) {
+function jsonErrors(err: unknown, _req: HttpRequest, res: HttpResponse, _next: Next) {
   const e = err as { type?: string; status?: number; message?: string };
-  if (e.type === "entity.parse.failed") return res.status(400).json(errorBody("Malformed JSON body.", "BAD_USER_INPUT"));
-  if (e.type === "entity.too.large") return res.status(413).json(errorBody("Request body is too large.", "BAD_USER_INPUT"));
+  if (e.type === "entity.parse.failed") return sendJson(res, 400, errorBody("Malformed JSON body.", "BAD_USER_INPUT"));
+  if (e.type === "entity.too.large") return sendJson(res, 413, errorBody("Request body is too large.", "BAD_USER_INPUT"));
   // The API's pool gave no connection in time (authentication or idempotency): busy, not broken.
   if (callerFailure(err)?.message === TIMEOUT_MESSAGE) {
-    return res.status(503).set("Retry-After", "1").json(errorBody("The service is busy; retry shortly.", "SERVICE_UNAVAILABLE"));
+    res.setHeader("Retry-After", "1");
+    return sendJson(res, 503, errorBody("The service is busy; retry shortly.", "SERVICE_UNAVAILABLE"));
   }
   logger.error({ requestId: res.locals.requestId, err: { message: e.message } }, "request failed");
-  res.status(500).json(errorBody("Internal error.", "INTERNAL", { requestId: res.locals.requestId }));
+  sendJson(res, 500, errorBody("Internal error.", "INTERNAL", { requestId: res.locals.requestId }));
 }

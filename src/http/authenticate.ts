@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
-import type { NextFunction, Request, Response } from "express";
 import jwt from "jsonwebtoken";
 import type pg from "pg";
 import { errorBody } from "./errors.js";
+import { headerOf, sendJson, type HttpRequest, type HttpResponse, type Next } from "./node-http.js";
 import { rateLimitRefusals } from "../metrics.js";
 import type { Config } from "../config.js";
 
@@ -19,7 +19,7 @@ const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 export const apiKeyDigest = (secret: string) => createHash("sha256").update(secret, "utf8").digest("hex");
 
-export const identityOf = (res: Response): Identity => res.locals.identity ?? { kind: "anonymous" };
+export const identityOf = (res: HttpResponse): Identity => res.locals.identity ?? { kind: "anonymous" };
 
 /** Settings for PostgreSQL: the role RLS applies to and the verified identity. */
 export function pgSettingsFor(identity: Identity): Record<string, string> {
@@ -36,6 +36,9 @@ export function pgSettingsFor(identity: Identity): Record<string, string> {
   }
 }
 
+/** How a refusal is answered: GraphQL's way (HTTP 200, or 429) unless a route says otherwise. */
+export type Refuse = (res: HttpResponse, status: number, body: ReturnType<typeof errorBody>) => void;
+
 export const rateLimitMessage = (quota: number) => `Rate Limit Exceeded. ${quota.toLocaleString("en-US")} Requests/Hour.`;
 
 /**
@@ -44,12 +47,12 @@ export const rateLimitMessage = (quota: number) => `Rate Limit Exceeded. ${quota
  * looked up. No credential is allowed through: introspection is public, and every data operation
  * refuses an anonymous caller in SQL.
  */
-export function authenticate(authPool: pg.Pool, config: Config) {
+export function authenticate(authPool: pg.Pool, config: Config, refuse: Refuse = sendJson) {
   const quota = config.rateLimitPerHour;
   const verifyKey = config.jwtPublicKey ?? config.jwtSecret;
   const algorithms: jwt.Algorithm[] = config.jwtPublicKey ? ["RS256"] : ["HS256"];
 
-  return async (req: Request, res: Response, next: NextFunction) => {
+  return async (req: HttpRequest, res: HttpResponse, next: Next) => {
     const header = req.headers.authorization;
     if (!header) {
       res.locals.identity = { kind: "anonymous" } satisfies Identity;
@@ -60,11 +63,11 @@ export function authenticate(authPool: pg.Pool, config: Config) {
     const token = space > 0 ? header.slice(space + 1).trim() : "";
     try {
       if (scheme === "bearer") {
-        if (!API_KEY_SHAPE.test(token)) return res.json(errorBody("Invalid API Key.", "UNAUTHENTICATED"));
+        if (!API_KEY_SHAPE.test(token)) return refuse(res, 200, errorBody("Invalid API Key.", "UNAUTHENTICATED"));
         const { rows } = await authPool.query<{ api_key_id: string; organization_id: string; request_count: number; window_end: Date }>(
           "select * from app_private.authenticate_api_key($1, $2)", [apiKeyDigest(token), quota]);
         const key = rows[0];
-        if (!key) return res.json(errorBody("Invalid API Key.", "UNAUTHENTICATED"));
+        if (!key) return refuse(res, 200, errorBody("Invalid API Key.", "UNAUTHENTICATED"));
         const resetSeconds = Math.ceil(key.window_end.getTime() / 1000);
         res.setHeader("X-RateLimit-Limit", String(quota));
         res.setHeader("X-RateLimit-Remaining", String(Math.max(quota - key.request_count, 0)));
@@ -73,7 +76,7 @@ export function authenticate(authPool: pg.Pool, config: Config) {
           const retryAfter = Math.max(1, Math.ceil((key.window_end.getTime() - Date.now()) / 1000));
           res.setHeader("Retry-After", String(retryAfter));
           rateLimitRefusals.inc();
-          return res.status(429).json(errorBody(rateLimitMessage(quota), "RATE_LIMITED"));
+          return refuse(res, 429, errorBody(rateLimitMessage(quota), "RATE_LIMITED"));
         }
         res.locals.identity = { kind: "apiKey", apiKeyId: key.api_key_id, organizationId: key.organization_id } satisfies Identity;
         return next();
@@ -83,14 +86,14 @@ export function authenticate(authPool: pg.Pool, config: Config) {
         try {
           const payload = jwt.verify(token, verifyKey, { algorithms }) as jwt.JwtPayload;
           // A token without an expiry would be a credential for ever.
-          if (typeof payload.exp !== "number") return res.json(errorBody("Invalid Token.", "UNAUTHENTICATED"));
+          if (typeof payload.exp !== "number") return refuse(res, 200, errorBody("Invalid Token.", "UNAUTHENTICATED"));
           sub = payload.sub;
         } catch {
-          return res.json(errorBody("Invalid Token.", "UNAUTHENTICATED"));
+          return refuse(res, 200, errorBody("Invalid Token.", "UNAUTHENTICATED"));
         }
-        if (typeof sub !== "string" || !UUID_SHAPE.test(sub)) return res.json(errorBody("Invalid Token.", "UNAUTHENTICATED"));
+        if (typeof sub !== "string" || !UUID_SHAPE.test(sub)) return refuse(res, 200, errorBody("Invalid Token.", "UNAUTHENTICATED"));
         // Optional: the organization this session works in, for reads that take no organizationId.
-        const header = req.get("X-Organization-Id");
+        const header = headerOf(req, "X-Organization-Id");
         const organizationId = header !== undefined && UUID_SHAPE.test(header) ? header : undefined;
         const { rows } = await authPool.query<{ outcome: string }>(
           "select app_private.authenticate_user_in($1, $2) as outcome", [sub, organizationId ?? null]);
@@ -101,14 +104,14 @@ export function authenticate(authPool: pg.Pool, config: Config) {
             res.locals.identity = { kind: "user", userId: sub, organizationId } satisfies Identity;
             return next();
           case "organization_not_found":
-            return res.json(errorBody("Organization Not Found.", "NOT_FOUND"));
+            return refuse(res, 200, errorBody("Organization Not Found.", "NOT_FOUND"));
           case "not_member":
-            return res.json(errorBody("Not A Member Of This Organization.", "FORBIDDEN"));
+            return refuse(res, 200, errorBody("Not A Member Of This Organization.", "FORBIDDEN"));
           default:
-            return res.json(errorBody("Invalid Token.", "UNAUTHENTICATED"));
+            return refuse(res, 200, errorBody("Invalid Token.", "UNAUTHENTICATED"));
         }
       }
-      return res.json(errorBody("Authentication Required.", "UNAUTHENTICATED"));
+      return refuse(res, 200, errorBody("Authentication Required.", "UNAUTHENTICATED"));
     } catch (err) {
       next(err);
     }

@@ -1,4 +1,3 @@
-import type { NextFunction, Request, Response } from "express";
 import type pg from "pg";
 import { createWithPgClient } from "postgraphile/adaptors/pg";
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from "postgraphile/graphql";
@@ -7,6 +6,7 @@ import { argumentsOf, compileDirectRead, failed, respond, type DirectRead } from
 import { requestWithPgClient, tenantsOf, type ConnectionShare } from "../graphql/connection-share.js";
 import { identityOf, pgSettingsFor } from "./authenticate.js";
 import { maskError } from "./errors.js";
+import type { HttpRequest, HttpResponse, Next } from "./node-http.js";
 import { directReadResults } from "../metrics.js";
 
 /** What the gate admitted: the document and the operation it runs. */
@@ -21,7 +21,7 @@ export interface AdmittedOperation { document: DocumentNode; operation: Operatio
 export function directReads(schema: () => GraphQLSchema, authPool: pg.Pool, share: ConnectionShare, budgetMs: number) {
   const withPgClient = createWithPgClient({ pool: authPool });
   const compiled = new WeakMap<OperationDefinitionNode, DirectRead | null>();
-  return async (req: Request, res: Response, next: NextFunction) => {
+  return async (req: HttpRequest, res: HttpResponse, next: Next) => {
     const admitted = res.locals.admittedOperation as AdmittedOperation | undefined;
     if (!admitted) return next();
     let read = compiled.get(admitted.operation);

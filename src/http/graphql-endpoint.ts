@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Express, NextFunction, Request, Response } from "express";
 import parseurl from "parseurl";
+import type { HttpRequest, HttpResponse, Next, Step } from "./node-http.js";
 
-type Step = (req: Request, res: Response, next: NextFunction) => unknown;
-type ErrorStep = (err: unknown, req: Request, res: Response, next: NextFunction) => unknown;
+type ErrorStep = (err: unknown, req: HttpRequest, res: HttpResponse, next: Next) => unknown;
 
 /**
  * Whether a request is the GraphQL endpoint's: its path, read as Express and grafserv read it
@@ -16,23 +15,21 @@ export function isGraphqlRequest(req: IncomingMessage): boolean {
 }
 
 /**
- * The GraphQL endpoint in front of Express: every API request comes here, so it does not pay for
- * Express's router matching it against each route first. Its steps are ordinary middleware, given
- * Express's request and response helpers as Express itself gives them (app.handle): the
- * prototypes, the circular references and `res.locals`. A step that fails, or whose promise
- * rejects, goes to `onError`, as in Express 5.
+ * The GraphQL endpoint, without Express: every API request comes here, so it pays neither for
+ * Express's router nor for the swap of the request's and response's prototypes that Express makes
+ * (which slows every later property access on them). Its steps take Node's request and response
+ * (src/http/node-http.ts) and run in order; a step that fails, or whose promise rejects, goes to
+ * `onError`, as in Express 5.
  */
-export function graphqlEndpoint(app: Express, steps: Step[], onError: ErrorStep) {
+export function graphqlEndpoint(steps: Step[], onError: ErrorStep) {
   return (req: IncomingMessage, res: ServerResponse) => {
     // `/graphql/` is the same endpoint as `/graphql`.
     if (parseurl(req)?.pathname === "/graphql/") req.url = "/graphql" + (parseurl(req)?.search ?? "");
-    const request = Object.setPrototypeOf(req, app.request) as Request;
-    const response = Object.setPrototypeOf(res, app.response) as Response;
-    request.res = response;
-    response.req = request;
-    response.locals = Object.create(null);
+    const request = req as HttpRequest;
+    const response = res as HttpResponse;
+    response.locals = {};
     let i = 0;
-    const next: NextFunction = (err?: unknown) => {
+    const next: Next = (err?: unknown) => {
       if (err !== undefined && err !== "route" && err !== "router") {
         // Too late to answer with an error: the connection is closed, as Express's final handler does.
         if (response.headersSent) return void response.destroy();

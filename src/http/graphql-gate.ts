@@ -1,9 +1,9 @@
-import type { NextFunction, Request, Response } from "express";
 import {
   GraphQLError, Kind, getOperationAST, parse, specifiedRules, validate, visit,
   type DocumentNode, type FieldNode, type FragmentDefinitionNode, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode,
 } from "postgraphile/graphql";
 import { errorBody } from "./errors.js";
+import { isJsonBody, sendJson, type HttpRequest, type HttpResponse, type Next } from "./node-http.js";
 import { identityOf } from "./authenticate.js";
 import type { AdmittedOperation } from "./direct-reads.js";
 
@@ -67,49 +67,49 @@ export function graphqlGate(getSchema: () => GraphQLSchema, bodyLimitBytes: numb
     return checked;
   };
 
-  return (req: Request, res: Response, next: NextFunction) => {
+  return (req: HttpRequest, res: HttpResponse, next: Next) => {
     const body = req.body as unknown;
-    if (body === undefined || !req.is("application/json")) {
-      return res.status(400).json(errorBody("Send a JSON body with Content-Type: application/json.", "BAD_USER_INPUT"));
+    if (body === undefined || !isJsonBody(req)) {
+      return sendJson(res, 400, errorBody("Send a JSON body with Content-Type: application/json.", "BAD_USER_INPUT"));
     }
     if (Array.isArray(body)) {
-      return res.status(400).json(errorBody("Batched requests are not supported: send one operation per request.", "BAD_USER_INPUT"));
+      return sendJson(res, 400, errorBody("Batched requests are not supported: send one operation per request.", "BAD_USER_INPUT"));
     }
     if (typeof body !== "object" || body === null || typeof (body as { query?: unknown }).query !== "string") {
-      return res.status(400).json(errorBody("The request body must be a JSON object with a query string.", "BAD_USER_INPUT"));
+      return sendJson(res, 400, errorBody("The request body must be a JSON object with a query string.", "BAD_USER_INPUT"));
     }
     const { query, operationName, variables } = body as { query: string; operationName?: unknown; variables?: unknown };
     if (variables != null && (typeof variables !== "object" || Array.isArray(variables))) {
-      return res.status(400).json(errorBody("variables must be a JSON object.", "BAD_USER_INPUT"));
+      return sendJson(res, 400, errorBody("variables must be a JSON object.", "BAD_USER_INPUT"));
     }
     if (operationName != null && typeof operationName !== "string") {
-      return res.status(400).json(errorBody("operationName must be a string.", "BAD_USER_INPUT"));
+      return sendJson(res, 400, errorBody("operationName must be a string.", "BAD_USER_INPUT"));
     }
     const checked = check(query);
-    if (checked.syntaxError) return res.status(400).json(errorBody(checked.syntaxError, "BAD_USER_INPUT"));
+    if (checked.syntaxError) return sendJson(res, 400, errorBody(checked.syntaxError, "BAD_USER_INPUT"));
     if (checked.errors?.length) {
-      return res.json({ errors: checked.errors.map((e) => ({ message: e.message, locations: e.locations, extensions: { code: "BAD_USER_INPUT" } })) });
+      return sendJson(res, 200, { errors: checked.errors.map((e) => ({ message: e.message, locations: e.locations, extensions: { code: "BAD_USER_INPUT" } })) });
     }
     const operation = getOperationAST(checked.document!, operationName ?? undefined);
     const fields = operation ? rootFieldsOf(operation, checked.document!) : [];
     // One bulk field alone: aliases must not multiply the 5,000 rows a call may hold.
     const bulk = fields.length === 1 && fields[0].name.value in BULK_OPERATIONS;
     if (!bulk && (res.locals.bodyBytes ?? 0) > bodyLimitBytes) {
-      return res.status(413).json(errorBody("Request body is too large.", "BAD_USER_INPUT"));
+      return sendJson(res, 413, errorBody("Request body is too large.", "BAD_USER_INPUT"));
     }
     const maxValues = bulk ? BULK_LIMITS.maxVariableValues : QUERY_LIMITS.maxVariableValues;
     const problem = variablesProblem(variables, maxValues);
     if (problem === "deep") {
-      return res.status(400).json(errorBody(`variables are nested too deeply: more than ${QUERY_LIMITS.maxVariableDepth} levels.`, "BAD_USER_INPUT"));
+      return sendJson(res, 400, errorBody(`variables are nested too deeply: more than ${QUERY_LIMITS.maxVariableDepth} levels.`, "BAD_USER_INPUT"));
     }
     if (problem === "many") {
-      return res.status(400).json(errorBody(`variables hold too many values: more than ${maxValues.toLocaleString("en-US")}.`, "BAD_USER_INPUT"));
+      return sendJson(res, 400, errorBody(`variables hold too many values: more than ${maxValues.toLocaleString("en-US")}.`, "BAD_USER_INPUT"));
     }
-    if (problem) return res.json(errorBody(problem === "nul" ? NUL_MESSAGE : SURROGATE_MESSAGE, "BAD_USER_INPUT"));
+    if (problem) return sendJson(res, 200, errorBody(problem === "nul" ? NUL_MESSAGE : SURROGATE_MESSAGE, "BAD_USER_INPUT"));
     // Every data operation refuses an anonymous caller in SQL too; refusing here spends no
     // database connection on a request that cannot succeed.
     if (operation && checked.dataFields!.get(operation)! > 0 && identityOf(res).kind === "anonymous") {
-      return res.json({ data: null, ...errorBody("Authentication Required.", "UNAUTHENTICATED") });
+      return sendJson(res, 200, { data: null, ...errorBody("Authentication Required.", "UNAUTHENTICATED") });
     }
     res.locals.operationType = operation?.operation;
     // The metrics' label: names of the schema only (the document is valid), so a closed set.

@@ -1,7 +1,7 @@
 import { createHmac, hkdfSync } from "node:crypto";
-import type { NextFunction, Request, Response } from "express";
 import type pg from "pg";
 import { errorBody } from "./errors.js";
+import { headerOf, sendJson, type HttpRequest, type HttpResponse, type Next } from "./node-http.js";
 import { API_KEY_SECRET, identityOf } from "./authenticate.js";
 import { logger } from "../logger.js";
 
@@ -19,12 +19,12 @@ const redactSecrets = (body: string) => body.replace(SECRET_IN_JSON, "null");
  */
 export function idempotency(authPool: pg.Pool, secretsKey: Buffer) {
   const digestKey = Buffer.from(hkdfSync("sha256", secretsKey, Buffer.alloc(0), "idempotency request digest", 32));
-  return async (req: Request, res: Response, next: NextFunction) => {
-    const key = req.get("Idempotency-Key");
+  return async (req: HttpRequest, res: HttpResponse, next: Next) => {
+    const key = headerOf(req, "Idempotency-Key");
     const identity = identityOf(res);
     if (key === undefined || res.locals.operationType !== "mutation" || identity.kind === "anonymous") return next();
     if (key.length < 1 || key.length > 255) {
-      return res.json(errorBody("Idempotency-Key must be 1 to 255 characters.", "BAD_USER_INPUT"));
+      return sendJson(res, 200, errorBody("Idempotency-Key must be 1 to 255 characters.", "BAD_USER_INPUT"));
     }
     const credential = identity.kind === "apiKey" ? `key:${identity.apiKeyId}` : `user:${identity.userId}`;
     const { query, variables, operationName } = req.body as Record<string, unknown>;
@@ -35,14 +35,15 @@ export function idempotency(authPool: pg.Pool, secretsKey: Buffer) {
         [credential, key, digest, identity.kind === "apiKey" ? identity.organizationId : null]);
       const claim = rows[0];
       if (claim.outcome === "mismatch") {
-        return res.json(errorBody("This Idempotency-Key was already used with a different request.", "BAD_USER_INPUT"));
+        return sendJson(res, 200, errorBody("This Idempotency-Key was already used with a different request.", "BAD_USER_INPUT"));
       }
       if (claim.outcome === "in_progress") {
-        return res.json(errorBody("A request with this Idempotency-Key is still running; retry later.", "BAD_USER_INPUT"));
+        return sendJson(res, 200, errorBody("A request with this Idempotency-Key is still running; retry later.", "BAD_USER_INPUT"));
       }
       if (claim.outcome === "replay") {
         res.setHeader("Idempotent-Replayed", "true");
-        return res.status(claim.response_status!).type("application/json").send(claim.response_body);
+        res.writeHead(claim.response_status!, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(claim.response_body!) });
+        return res.end(claim.response_body);
       }
     } catch (err) {
       return next(err);
@@ -58,15 +59,15 @@ export function idempotency(authPool: pg.Pool, secretsKey: Buffer) {
   };
 }
 
-function captureResponse(res: Response, onDone: (status: number, body: string) => void) {
+function captureResponse(res: HttpResponse, onDone: (status: number, body: string) => void) {
   const chunks: Buffer[] = [];
   const write = res.write.bind(res) as (...args: unknown[]) => boolean;
-  const end = res.end.bind(res) as (...args: unknown[]) => Response;
+  const end = res.end.bind(res) as (...args: unknown[]) => HttpResponse;
   const keep = (chunk: unknown, encoding?: unknown) => {
     if (chunk == null || typeof chunk === "function") return;
     chunks.push(Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string, typeof encoding === "string" ? (encoding as BufferEncoding) : "utf8"));
   };
-  res.write = ((chunk: unknown, ...rest: unknown[]) => { keep(chunk, rest[0]); return write(chunk, ...rest); }) as Response["write"];
-  res.end = ((chunk?: unknown, ...rest: unknown[]) => { keep(chunk, rest[0]); return end(chunk, ...rest); }) as Response["end"];
+  res.write = ((chunk: unknown, ...rest: unknown[]) => { keep(chunk, rest[0]); return write(chunk, ...rest); }) as HttpResponse["write"];
+  res.end = ((chunk?: unknown, ...rest: unknown[]) => { keep(chunk, rest[0]); return end(chunk, ...rest); }) as HttpResponse["end"];
   res.on("finish", () => onDone(res.statusCode, Buffer.concat(chunks).toString("utf8")));
 }

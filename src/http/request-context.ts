@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { randomUUID } from "node:crypto";
-import type { NextFunction, Request, Response } from "express";
+import type { HttpRequest, HttpResponse, Next } from "./node-http.js";
 
 /** What a request carries wherever its work goes: its id, and how many errors its answer told. */
 interface RequestStore { requestId: string; errors: number }
@@ -16,10 +16,10 @@ export function noteErrorToCaller(): void {
 }
 
 /** Errors the request's answer told (after it is written). */
-export const errorsToCaller = (res: Response): number => (res.locals.requestStore as RequestStore | undefined)?.errors ?? 0;
+export const errorsToCaller = (res: HttpResponse): number => (res.locals.requestStore as RequestStore | undefined)?.errors ?? 0;
 
 /** Gives each request an id (echoed as X-Request-Id) that every log line and masked error carries. */
-export function requestContext(req: Request, res: Response, next: NextFunction) {
+export function requestContext(_req: HttpRequest, res: HttpResponse, next: Next) {
   const requestId = randomUUID();
   const store: RequestStore = { requestId, errors: 0 };
   res.locals.requestId = requestId;

@@ -3,6 +3,7 @@ import { logger } from "../logger.js";
 import type pg from "pg";
 import type { Config } from "../config.js";
 import type { ErrorCode } from "../db/sql-errors.js";
+import { sendJson } from "./node-http.js";
 import { authenticate, identityOf, pgSettingsFor, type Identity } from "./authenticate.js";
 import { errorBody } from "./errors.js";
 
@@ -57,16 +58,12 @@ export function stopReading(req: Request): void {
  * refused too: unlike introspection, nothing here is public.
  */
 export function authenticateRest(authPool: pg.Pool, config: Config) {
-  const inner = authenticate(authPool, config);
+  const inner = authenticate(authPool, config, (res, status, body) => {
+    const code = body.errors[0]?.extensions?.code;
+    sendJson(res, status === 200 && code ? statusFor(code) : status, body);
+  });
   return (req: Request, res: Response, next: NextFunction) => {
-    const json = res.json.bind(res);
-    res.json = (body: { errors?: Array<{ extensions?: { code?: ErrorCode } }> }) => {
-      const code = body?.errors?.[0]?.extensions?.code;
-      if (res.statusCode === 200 && code) res.status(statusFor(code));
-      return json(body);
-    };
     void inner(req, res, (err?: unknown) => {
-      res.json = json;
       if (err) return next(err);
       if (identityOf(res).kind === "anonymous") return sendError(res, "Authentication Required.", "UNAUTHENTICATED");
       next();
