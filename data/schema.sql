@@ -1477,7 +1477,7 @@ CREATE OR REPLACE FUNCTION app_private.enqueue_operator_job(task text, org uuid,
 AS $function$
 declare v_id bigint;
 begin
-  if not task = any (app_private.operator_job_tasks()) then
+  if task is null or not task = any (app_private.operator_job_tasks()) then
     perform app_private.fail(format('Unknown task "%s": one of %s.', task, array_to_string(app_private.operator_job_tasks(), ', ')));
   end if;
   if jsonb_typeof(coalesce(payload, '{}')) <> 'object' then
@@ -1485,6 +1485,11 @@ begin
   end if;
   if not exists (select 1 from app_public.organizations o where o.id = org) then
     perform app_private.fail('Organization Not Found.', 'AP404');
+  end if;
+  -- A stored export of this organization only: a mistyped key never imports another's.
+  if task = 'import_processor_balance'
+     and coalesce(payload->>'objectKey', '') not like 'processor-imports/' || org || '/%' then
+    perform app_private.fail(format('The objectKey must be one of this organization''s stored exports (processor-imports/%s/…).', org));
   end if;
   select (graphile_worker.add_job(task, (coalesce(payload, '{}') || jsonb_build_object('organizationId', org))::json,
       max_attempts => 5)).id into v_id;
@@ -1831,7 +1836,8 @@ begin
   select coalesce(jsonb_agg(j order by j."createdAt" desc, j.id::bigint desc), '[]') into v_jobs from (
     -- The private table, not the jobs view: the view has no payload (graphile-worker 0.18).
     select x.id::text as id, t.identifier as task, x.payload->>'organizationId' as "organizationId",
-           (select o.name from app_public.organizations o where o.id::text = x.payload->>'organizationId') as organization,
+           (select o.name from app_public.organizations o
+             where x.payload->>'organizationId' ~ '^[0-9a-f-]{36}$' and o.id = (x.payload->>'organizationId')::uuid) as organization,
            case when x.locked_at is not null then 'running'
                 when x.attempts >= x.max_attempts then 'failed'
                 when x.last_error is not null then 'retrying'
@@ -2544,11 +2550,11 @@ CREATE OR REPLACE FUNCTION app_private.queue_receipt_reextraction(org uuid, incl
 AS $function$
 declare v_queued integer;
 begin
-  select count(graphile_worker.add_job('extract_receipt', json_build_object('organizationId', org, 'receiptId', r.id),
+  select count(graphile_worker.add_job('extract_receipt', json_build_object('organizationId', org, 'receiptId', r.id, 'reextract', true),
            max_attempts => 5, job_key => 'reextract:' || r.id, job_key_mode => 'preserve_run_at'))
     into v_queued
     from app_public.receipts r
-   where r.organization_id = org and r.event_id is null and r.status <> 'rejected'
+   where r.organization_id = org and r.event_id is null and r.status <> 'rejected' and r.extracted_at is not null
      and (include_read or r.extraction_error is not null or r.amount is null or r.vendor_name is null);
   return v_queued;
 end $function$
@@ -2612,12 +2618,18 @@ declare
   v_totals_wrong bigint;
   v_counts_wrong bigint;
 begin
-  if current_setting('transaction_isolation') <> 'repeatable read' then
+  if current_setting('transaction_isolation') not in ('repeatable read', 'serializable') then
     perform app_private.fail('rebuild_daily_totals must run in a repeatable read transaction.');
   end if;
   if not exists (select 1 from app_public.organizations o where o.id = org) then
     perform app_private.fail('Organization Not Found.', 'AP404');
   end if;
+
+  -- A posting waits for no repair longer than this; the repair gives up first and the job is
+  -- retried (postings take the totals and the counts in different orders, so no order of ours
+  -- avoids a deadlock, but then the job, not a user's request, is the one that fails).
+  perform set_config('lock_timeout', '200ms', true);
+  drop table if exists pg_temp.rebuilt_totals, pg_temp.wrong_totals, pg_temp.rebuilt_counts, pg_temp.wrong_counts;
 
   create temporary table rebuilt_totals on commit drop as
     select l.account_id, l.txn_date as day, sum(l.debit) as debit, sum(l.credit) as credit
@@ -2629,12 +2641,6 @@ begin
       full join (select * from app_public.account_daily_totals k where k.organization_id = org) t
         on t.account_id = r.account_id and t.day = r.day
      where coalesce(r.debit, 0) <> coalesce(t.debit, 0) or coalesce(r.credit, 0) <> coalesce(t.credit, 0);
-  insert into app_public.account_daily_totals as t (organization_id, account_id, day, debit, credit)
-    select org, w.account_id, w.day, w.debit, w.credit from wrong_totals w order by 2, 3
-    on conflict (organization_id, account_id, day) do update set debit = excluded.debit, credit = excluded.credit;
-  select count(*) into v_totals_kept from rebuilt_totals;
-  select count(*) into v_totals_wrong from wrong_totals;
-
   create temporary table rebuilt_counts on commit drop as
     select e.transaction_date as day, e.status, count(*) as n
       from app_public.ledger_events e where e.organization_id = org group by 1, 2;
@@ -2644,9 +2650,16 @@ begin
       full join (select * from app_public.ledger_event_daily_counts k where k.organization_id = org) c
         on c.day = r.day and c.status = r.status
      where coalesce(r.n, 0) <> coalesce(c.n, 0);
+
+  -- Both worked out before either is written: rows are locked only for the writes.
+  insert into app_public.account_daily_totals as t (organization_id, account_id, day, debit, credit)
+    select org, w.account_id, w.day, w.debit, w.credit from wrong_totals w order by 2, 3
+    on conflict (organization_id, account_id, day) do update set debit = excluded.debit, credit = excluded.credit;
   insert into app_public.ledger_event_daily_counts as t (organization_id, day, status, n)
     select org, w.day, w.status, w.n from wrong_counts w order by 2, 3
     on conflict (organization_id, day, status) do update set n = excluded.n;
+  select count(*) into v_totals_kept from rebuilt_totals;
+  select count(*) into v_totals_wrong from wrong_totals;
   select count(*) into v_counts_kept from rebuilt_counts;
   select count(*) into v_counts_wrong from wrong_counts;
 
@@ -2939,7 +2952,7 @@ declare v_found boolean;
 begin
   select true into v_found from graphile_worker.reschedule_jobs(array[job_id], run_at => now(), attempts => 0) limit 1;
   if v_found is null then
-    perform app_private.fail(format('No job %s in the queue (a job that succeeded is no longer there).', job_id), 'AP404');
+    perform app_private.fail(format('No job %s waiting in the queue: it is running now, or it ended (a job that succeeded or failed for good is no longer there; enqueue it again).', job_id), 'AP404');
   end if;
   return (select to_jsonb(j) from (select x.id::text as id, x.task_identifier as task, x.attempts, x.run_at as "runAt"
                                      from graphile_worker.jobs x where x.id = job_id) j);

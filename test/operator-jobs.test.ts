@@ -58,25 +58,48 @@ describe("operator jobs", () => {
 
   it("a failing job is listed with --failed and runs again with retry_job; bad input changes nothing", async () => {
     // A file that is not in storage: a failure retrying cannot mend, recorded and out of the queue.
-    const missing = await cli("enqueue", "import_processor_balance", "--org-name", t.name, "--payload", JSON.stringify({ objectKey: `${t.organizationId}/imports/none.csv` }), "--json");
+    const missing = await cli("enqueue", "import_processor_balance", "--org-name", t.name, "--payload",
+      JSON.stringify({ objectKey: `processor-imports/${t.organizationId}/none.csv` }), "--json");
     expect(missing.code).toBe(0);
     await runJobs(h, 1);
     expect(await lastResult("import_processor_balance")).toMatchObject({ status: "failed", attempt: 1, error: expect.stringMatching(/No stored object/) });
-    expect((await cli("retry_job", missing.json.jobId)).stderr).toMatch(new RegExp(`No job ${missing.json.jobId} in the queue`));
+    expect((await cli("retry_job", missing.json.jobId)).stderr).toMatch(new RegExp(`No job ${missing.json.jobId} waiting in the queue`));
+    // Another organization's export is refused before anything is queued.
+    const other = await createTenant(h);
+    expect((await cli("enqueue", "import_processor_balance", "--org-name", t.name, "--payload",
+      JSON.stringify({ objectKey: `processor-imports/${other.organizationId}/x.csv` }))).stderr).toMatch(/must be one of this organization's stored exports/);
 
-    // An organization deleted after its job was queued: the job fails and waits for its next attempt.
-    const gone = await createTenant(h);
-    const queued = await cli("enqueue", "rebuild_daily_totals", "--org-name", gone.name, "--json");
-    await h.owner.query("delete from app_public.organizations where id = $1", [gone.organizationId]);
-    await runJobs(h, 1);
+    // A repair that waits on a posting's lock gives up (lock_timeout) and is retried, not the posting.
+    await h.owner.query("update app_public.account_daily_totals set debit = debit + 1 where organization_id = $1 and day = '2026-10-02' and debit > 0", [t.organizationId]);
+    const holder = await h.owner.connect();
+    let queued: { json: { jobId: string } };
+    try {
+      await holder.query("begin");
+      await holder.query("select * from app_public.account_daily_totals where organization_id = $1 for update", [t.organizationId]);
+      queued = await cli("enqueue", "rebuild_daily_totals", "--org-name", t.name, "--json");
+      await runJobs(h, 1);
+    } finally {
+      await holder.query("rollback");
+      holder.release();
+    }
     const failed = await cli("list_jobs", "--failed", "--json");
     const job = failed.json.jobs.find((j: { id: string }) => j.id === queued.json.jobId);
-    expect(job).toMatchObject({ task: "rebuild_daily_totals", state: "retrying", attempts: 1, lastError: expect.stringMatching(/Organization Not Found/) });
-    expect((await cli("list_jobs", "--failed")).stdout).toMatch(new RegExp(`^${queued.json.jobId}\trebuild_daily_totals\t${gone.organizationId}\tretrying\t1/5`, "m"));
+    expect(job).toMatchObject({ task: "rebuild_daily_totals", state: "retrying", attempts: 1, organization: t.name, lastError: expect.stringMatching(/lock timeout/) });
+    expect((await cli("list_jobs", "--failed")).stdout).toMatch(new RegExp(`^${queued.json.jobId}\trebuild_daily_totals\t${t.name}\tretrying\t1/5`, "m"));
     const retried = await cli("retry_job", queued.json.jobId, "--json");
     expect(retried).toMatchObject({ code: 0, json: { job: { id: queued.json.jobId, task: "rebuild_daily_totals", attempts: 0 } } });
-    expect((await cli("retry_job", "999999999")).stderr).toMatch(/No job 999999999 in the queue/);
-    await h.owner.query("delete from graphile_worker._private_jobs where id = $1", [queued.json.jobId]);
+    await runJobs(h, 1);
+    expect(await lastResult("rebuild_daily_totals")).toMatchObject({ status: "succeeded", result: { equal: false, accountDaysRepaired: 1 } });
+    expect((await cli("retry_job", "999999999")).stderr).toMatch(/No job 999999999 waiting in the queue/);
+
+    // An organization deleted after its job was queued: failed for good, recorded, out of the queue.
+    const gone = await createTenant(h);
+    const goneJob = await cli("enqueue", "rebuild_daily_totals", "--org-name", gone.name, "--json");
+    await h.owner.query("delete from app_public.organizations where id = $1", [gone.organizationId]);
+    await runJobs(h, 1);
+    expect((await cli("job_results", "--job", goneJob.json.jobId, "--json")).json.results).toEqual([
+      expect.objectContaining({ status: "failed", error: "Organization Not Found." })]);
+    expect((await cli("list_jobs", "--json")).json.jobs.map((j: { id: string }) => j.id)).not.toContain(goneJob.json.jobId);
 
     const jobsBefore = (await h.owner.query("select count(*)::int n from graphile_worker.jobs")).rows[0].n;
     expect((await cli("enqueue", "drop_everything", "--org-name", t.name)).stderr).toMatch(/Unknown task "drop_everything": one of import_processor_balance, match_receipts, reextract_receipts, rebuild_daily_totals/);

@@ -31,6 +31,8 @@ export async function rebuildDailyTotals(helpers: JobHelpers, payload: unknown):
       return result;
     } catch (e) {
       await client.query("rollback").catch(() => {});
+      // The organization is gone: no retry brings it back.
+      if ((e as { code?: unknown }).code === "AP404") throw Object.assign(new Error((e as Error).message), { permanent: true });
       throw e;
     }
   });

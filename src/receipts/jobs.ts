@@ -23,11 +23,14 @@ function uuidField(payload: unknown, field: string): string {
   return value;
 }
 
-export interface ExtractReceiptPayload { organizationId: string; receiptId: string }
+/** `reextract`: queued by the operator for a receipt read before; a failed read leaves that reading as it was. */
+export interface ExtractReceiptPayload { organizationId: string; receiptId: string; reextract?: boolean }
 export interface MatchReceiptsPayload { organizationId: string; receiptIds?: string[]; amounts?: string[] }
 
-export const extractReceiptPayload = (payload: unknown): ExtractReceiptPayload =>
-  ({ organizationId: uuidField(payload, "organizationId"), receiptId: uuidField(payload, "receiptId") });
+export const extractReceiptPayload = (payload: unknown): ExtractReceiptPayload => ({
+  organizationId: uuidField(payload, "organizationId"), receiptId: uuidField(payload, "receiptId"),
+  reextract: (payload as Record<string, unknown>).reextract === true,
+});
 
 export function matchReceiptsPayload(payload: unknown): MatchReceiptsPayload {
   const organizationId = uuidField(payload, "organizationId");
@@ -72,6 +75,8 @@ export async function runExtraction(helpers: JobHelpers, storage: Storage, p: Ex
     extraction = { ...read, text: storable(read.text), vendorName: storable(read.vendorName) };
   } catch (e) {
     if ((e as { permanent?: unknown }).permanent !== true && !lastAttempt) throw e;
+    // Read again at the operator's request: what was read before stays.
+    if (p.reextract) return { receiptId: p.receiptId, reextract: true, kept: "the earlier reading", error: (e as Error).message };
     extraction = { ...UNREAD, error: (e as Error).message };
   }
   const record = (x: Record<string, unknown>) =>
