@@ -3,8 +3,7 @@ import { postgraphile } from "postgraphile";
 import { ConnectionShare } from "../src/graphql/connection-share.js";
 import { makePreset } from "../src/graphql/preset.js";
 import { SCHEMA_FILE, printedSchema } from "../src/graphql/schema-file.js";
-import { ensureAuthenticatorLogin } from "../src/db/migrate.js";
-import { authenticatorUrl, makePool } from "../src/db/pools.js";
+import pg from "pg";
 import { freshMigratedDatabase } from "./migrated-database.js";
 
 /**
@@ -13,11 +12,10 @@ import { freshMigratedDatabase } from "./migrated-database.js";
  * else 127.0.0.1:5432). test/schema.test.ts fails when the file differs from the server's schema.
  */
 const { url, drop } = await freshMigratedDatabase();
-const owner = makePool(url, 1);
-const password = "schema-print";
-const auth = makePool(authenticatorUrl(url, password), 2);
+// As the API's role, as the server builds it, without touching its password (a role is the whole
+// server's: tests and servers on it keep theirs).
+const auth = new pg.Pool({ connectionString: url, max: 2, options: "-c role=accounting_authenticator" });
 try {
-  await ensureAuthenticatorLogin(owner, password);
   const pgl = postgraphile(makePreset(auth, { graphiql: false, share: ConnectionShare.forPool(2), statementTimeoutMs: 5000 }));
   try {
     writeFileSync(SCHEMA_FILE, printedSchema(await pgl.getSchema()));
@@ -27,6 +25,5 @@ try {
   }
 } finally {
   await auth.end();
-  await owner.end();
   await drop();
 }

@@ -10,7 +10,7 @@ collectDefaultMetrics({ register: registry, prefix: "accounting_" });
 
 export const graphqlRequests = new Counter({
   name: "accounting_graphql_requests_total",
-  help: "GraphQL requests by operation (the root field; multiple, introspection or none) and outcome (ok, error, rejected, rate_limited, failed).",
+  help: "GraphQL requests by operation (the root field, introspection's included; multiple; none when refused before one was known) and outcome (ok, error, rejected, rate_limited, failed, aborted).",
   labelNames: ["operation", "outcome"] as const,
   registers: [registry],
 });
@@ -38,7 +38,7 @@ export const directReadResults = new Counter({
 
 export const jobsQueued = new Gauge({
   name: "accounting_jobs_queued",
-  help: "Jobs waiting or running in graphile-worker's queue, by task.",
+  help: "Jobs waiting or running in graphile-worker's queue, by task (those out of attempts are in accounting_jobs_failing).",
   labelNames: ["task"] as const,
   registers: [registry],
 });
@@ -47,6 +47,19 @@ export const jobsFailing = new Gauge({
   name: "accounting_jobs_failing",
   help: "Jobs whose last attempt failed, by task: waiting for a retry (retrying) or out of attempts (given_up).",
   labelNames: ["task", "state"] as const,
+  registers: [registry],
+});
+
+export const jobAttempts = new Gauge({
+  name: "accounting_job_attempts_last_hour",
+  help: "Job attempts that ended in the last hour, by task and status (succeeded, failed), from app_private.job_results.",
+  labelNames: ["task", "status"] as const,
+  registers: [registry],
+});
+
+export const jobFiguresRead = new Gauge({
+  name: "accounting_jobs_scrape_ok",
+  help: "1 when the job figures of this scrape were read from the database, 0 when that failed or took too long.",
   registers: [registry],
 });
 

@@ -42,6 +42,7 @@ describe("/metrics", () => {
     await h.gql(`query($o: UUID!) { getLedgerEvent(organizationId: $o, eventId: "${crypto.randomUUID()}") { id } }`, { o: t.organizationId }, t.apiKey);
     expect((await h.gql("{ myOrganizations { id } }", {}, t.apiKey)).status).toBe(429);
     await h.gql("{ myOrganizations { id } }", {}, "Bearer acct_nonsense");
+    await h.gql("{ nope }", {}, t.ownerJwt); // fails validation: an answer with errors
     await h.owner.query("select graphile_worker.add_job('match_receipts', json_build_object('organizationId', $1::text), run_at => now() + interval '1 hour')", [t.organizationId]);
 
     const after = (await scrape()).text;
@@ -49,10 +50,11 @@ describe("/metrics", () => {
     expect(delta(`accounting_graphql_requests_total${ok}`)).toBe(2);
     expect(delta(`accounting_graphql_requests_total${error}`)).toBe(1);
     expect(delta('accounting_graphql_requests_total{operation="none",outcome="rate_limited"}')).toBe(1);
-    expect(delta('accounting_graphql_requests_total{operation="none",outcome="error"}')).toBe(1); // Invalid API Key.
+    expect(delta('accounting_graphql_requests_total{operation="none",outcome="error"}')).toBe(2); // Invalid API Key., { nope }
     expect(delta("accounting_rate_limit_refusals_total")).toBe(1);
     expect(delta('accounting_graphql_request_duration_seconds_count{operation="myOrganizations"}')).toBe(2);
     expect(sample(after, 'accounting_jobs_queued{task="match_receipts"}')).toBeGreaterThanOrEqual(1);
+    expect(sample(after, "accounting_jobs_scrape_ok")).toBe(1);
     expect(sample(after, 'accounting_pg_pool_connections{pool="api",state="total"}')).toBeGreaterThan(0);
     expect(after).toMatch(/^accounting_process_cpu_seconds_total /m);
     // Caller input never becomes a label.

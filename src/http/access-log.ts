@@ -3,16 +3,21 @@ import { graphqlRequests, graphqlRequestSeconds, outcomeOf } from "../metrics.js
 import { errorsToCaller } from "./request-context.js";
 import { pathOf, type HttpRequest, type HttpResponse, type Next } from "./node-http.js";
 
-/** One line per request: never headers, credentials or bodies. */
+/**
+ * One line per request: never headers, credentials or bodies. Written when the connection is done
+ * with the request ("close"), so that a request whose client went away, or whose answer broke
+ * off, is counted too (`aborted`).
+ */
 export function accessLog(req: HttpRequest, res: HttpResponse, next: Next) {
   const start = process.hrtime.bigint();
   const path = pathOf(req);
   const graphql = path === "/graphql";
-  res.on("finish", () => {
+  res.once("close", () => {
     const ms = Number(process.hrtime.bigint() - start) / 1e6;
+    const finished = res.writableFinished;
     if (graphql) {
       const operation: string = res.locals.operationLabel ?? "none";
-      graphqlRequests.inc({ operation, outcome: outcomeOf(res.statusCode, errorsToCaller(res)) });
+      graphqlRequests.inc({ operation, outcome: finished ? outcomeOf(res.statusCode, errorsToCaller(res)) : "aborted" });
       graphqlRequestSeconds.observe({ operation }, ms / 1000);
     }
     const identity = res.locals.identity;
@@ -23,6 +28,7 @@ export function accessLog(req: HttpRequest, res: HttpResponse, next: Next) {
       path: path.startsWith("/files/") ? "/files/…" : path,
       status: res.statusCode,
       ms,
+      ...(finished ? {} : { aborted: true }),
       caller: identity?.kind === "apiKey" ? `key:${identity.apiKeyId}` : identity?.kind === "user" ? `user:${identity.userId}` : undefined,
     }, "request");
   });

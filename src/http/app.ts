@@ -66,7 +66,8 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
   const parseBulkBody = jsonBody(Math.max(bodyLimit, BULK_LIMITS.bodyBytes));
 
   app.use(requestContext, accessLog);
-  app.get("/metrics", metricsRoute(config.metricsToken, pools));
+  const metrics = metricsRoute(config.metricsToken, pools);
+  app.get("/metrics", metrics);
   app.get("/healthz", (_req, res) => { res.json({ status: "ok" }); });
   app.get("/readyz", async (_req, res) => {
     try {
@@ -120,7 +121,10 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
     app: listener,
     server,
     // Releasing the PostGraphile instance releases its grafserv too.
-    close: async () => { await pgl.release(); },
+    close: async () => {
+      await pgl.release();
+      await metrics.close();
+    },
   };
 }
 

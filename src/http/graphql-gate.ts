@@ -3,6 +3,7 @@ import {
   type DocumentNode, type FieldNode, type FragmentDefinitionNode, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode,
 } from "postgraphile/graphql";
 import { errorBody } from "./errors.js";
+import { noteErrorToCaller } from "./request-context.js";
 import { isJsonBody, sendJson, type HttpRequest, type HttpResponse, type Next } from "./node-http.js";
 import { identityOf } from "./authenticate.js";
 import type { AdmittedOperation } from "./direct-reads.js";
@@ -88,6 +89,7 @@ export function graphqlGate(getSchema: () => GraphQLSchema, bodyLimitBytes: numb
     const checked = check(query);
     if (checked.syntaxError) return sendJson(res, 400, errorBody(checked.syntaxError, "BAD_USER_INPUT"));
     if (checked.errors?.length) {
+      noteErrorToCaller();
       return sendJson(res, 200, { errors: checked.errors.map((e) => ({ message: e.message, locations: e.locations, extensions: { code: "BAD_USER_INPUT" } })) });
     }
     const operation = getOperationAST(checked.document!, operationName ?? undefined);

@@ -1,6 +1,7 @@
 import { createHmac, hkdfSync } from "node:crypto";
 import type pg from "pg";
 import { errorBody } from "./errors.js";
+import { noteErrorToCaller } from "./request-context.js";
 import { headerOf, sendJson, type HttpRequest, type HttpResponse, type Next } from "./node-http.js";
 import { API_KEY_SECRET, identityOf } from "./authenticate.js";
 import { logger } from "../logger.js";
@@ -42,6 +43,7 @@ export function idempotency(authPool: pg.Pool, secretsKey: Buffer) {
       }
       if (claim.outcome === "replay") {
         res.setHeader("Idempotent-Replayed", "true");
+        if (claim.response_body!.includes('"errors":')) noteErrorToCaller();
         res.writeHead(claim.response_status!, { "Content-Type": "application/json; charset=utf-8", "Content-Length": Buffer.byteLength(claim.response_body!) });
         return res.end(claim.response_body);
       }
