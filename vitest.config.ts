@@ -15,9 +15,6 @@ export default defineConfig({
     include: ["test/**/*.test.ts"],
     globalSetup: ["test/helpers/global-setup.ts"],
     pool: "forks",
-    // The tests mostly wait (PostgreSQL, child processes, real servers): three files at a time on
-    // 2 cores took 264 s where two took 507-534 s.
-    maxWorkers: 3,
     testTimeout: 60_000,
     hookTimeout: 120_000,
     env: testEnv,
