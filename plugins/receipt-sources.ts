@@ -1,22 +1,6 @@
-import { context, list, sideEffect } from "postgraphile/grafast";
 import { gql } from "postgraphile/utils";
-import type { OutboundOptions } from "../src/outbound/guard.js";
-import type { SealedBox } from "../src/secrets/sealed-box.js";
-import { connectCloudDrive, connectMailbox, type SourceContext } from "../src/sources/connect.js";
-import { sqlOperationsPlugin } from "./sql-operations.js";
-
-declare global {
-  namespace Grafast {
-    interface Context {
-      receiptSources?: { outbound: OutboundOptions; secrets: SealedBox };
-    }
-  }
-}
-
-/** A mutation served in TypeScript, with the context and its arguments. */
-const served = (connect: (ctx: SourceContext, args: Record<string, unknown>) => Promise<unknown>) =>
-  (_$root: unknown, fieldArgs: { getRaw(): any }) =>
-    sideEffect(list([context(), fieldArgs.getRaw()]), ([ctx, args]: any) => connect(ctx as SourceContext, args));
+import { connectCloudDrive, connectMailbox } from "../src/sources/connect.js";
+import { served, sqlOperationsPlugin } from "./sql-operations.js";
 
 /**
  * Mailboxes and cloud-drive folders as receipt sources (decisions §13; contract sources `mailbox`

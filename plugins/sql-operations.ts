@@ -1,9 +1,10 @@
 import { loadOneWithPgClient } from "postgraphile/@dataplan/pg";
 import type { PgClient, WithPgClient } from "postgraphile/@dataplan/pg";
-import { list, sideEffect, type FieldInfo } from "postgraphile/grafast";
+import { context, list, sideEffect, type FieldInfo } from "postgraphile/grafast";
 import { Kind, getNamedType, isObjectType, type DocumentNode, type GraphQLField } from "postgraphile/graphql";
 import { extendSchema } from "postgraphile/utils";
 import { callerFailure } from "../src/db/sql-errors.js";
+import type { OutboundCallContext } from "../src/outbound/call-context.js";
 
 /**
  * A contract operation is one SQL function, derived from the GraphQL field and nothing else:
@@ -22,7 +23,21 @@ import { callerFailure } from "../src/db/sql-errors.js";
  * cannot do (signing URLs, testing a connection, encrypting a secret, checking an outbound
  * address). Their rules are still SQL functions, which they call (src/sources/connect.ts).
  */
-export const TYPESCRIPT_OPERATIONS: ReadonlySet<string> = new Set<string>(["connectMailbox", "connectCloudDrive"]);
+export const TYPESCRIPT_OPERATIONS: ReadonlySet<string> = new Set<string>(["connectMailbox", "connectCloudDrive",
+  "createWebhookEndpoint", "updateWebhookEndpoint"]);
+
+declare global {
+  namespace Grafast {
+    interface Context {
+      tenantOutbound?: OutboundCallContext["tenantOutbound"];
+    }
+  }
+}
+
+/** The plan of a mutation of TYPESCRIPT_OPERATIONS: `serve` with the context and the arguments. */
+export const served = (serve: (ctx: OutboundCallContext, args: Record<string, unknown>) => Promise<unknown>) =>
+  (_$root: unknown, fieldArgs: { getRaw(): any }) =>
+    sideEffect(list([context(), fieldArgs.getRaw()]), ([ctx, args]: any) => serve(ctx as OutboundCallContext, args));
 
 const snake = (name: string) => name.replace(/[A-Z]/g, (c) => "_" + c.toLowerCase());
 
@@ -69,6 +84,10 @@ function sqlCall(op: Operation, values: Record<string, unknown>): { text: string
 /** A root field's SQL function called on the request's client: the result type's shape as JSON. */
 export const runOperation = async (client: PgClient, op: Operation, args: Record<string, unknown>) =>
   (await client.query<{ result: unknown }>(sqlCall(op, args))).rows[0].result;
+
+/** A business failure as a result type with `success` carries it. */
+export type Failure = { success: false; error: string };
+export const isFailure = (r: unknown): r is Failure => (r as Failure | null)?.success === false;
 
 type RequestDb = { withPgClient: WithPgClient; pgSettings: Record<string, string> };
 

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
+import type { OutboundOptions } from "./outbound/guard.js";
 import { secretsKeyOf } from "./secrets/sealed-box.js";
 
 /**
@@ -61,6 +62,12 @@ export interface Config {
   metricsToken: string | undefined;
   /** How often each connected cloud-drive folder is scanned, in seconds (CLOUD_DRIVE_SCAN_INTERVAL). */
   cloudDriveScanIntervalSeconds: number;
+  /** The wait before a failed webhook delivery's first retry, in seconds (WEBHOOK_RETRY); each later wait is four times longer, at most 12 hours. */
+  webhookRetrySeconds: number;
+  /** How long a webhook delivery is retried, in seconds (WEBHOOK_RETRY_WINDOW). */
+  webhookRetryWindowSeconds: number;
+  /** Resolves the hosts tenants name (tests stub it; never from the environment): the system's resolver when unset. */
+  outboundResolve?: OutboundOptions["resolve"];
   /** What the operator should know about this configuration (the server logs them at start). */
   notices: string[];
 }
@@ -158,11 +165,18 @@ function smtpPort(env: NodeJS.ProcessEnv): number | null {
 
 /** A duration such as 15m, 900s or 1h (a bare number is minutes), in seconds: at least a minute (the scans' cron runs each minute). */
 function minutes(env: NodeJS.ProcessEnv, name: string, fallbackMinutes: number): number {
+  return duration(env, name, fallbackMinutes * 60, { unit: "m", min: 60, example: "15m, 900s or 1h", least: "a minute" });
+}
+
+/** A duration such as 250ms, 30s, 15m, 1h or 3d (a bare number is in `unit`), in seconds. */
+function duration(env: NodeJS.ProcessEnv, name: string, fallbackSeconds: number,
+  rule: { unit: string; min: number; example: string; least: string }): number {
   const raw = env[name];
-  if (raw === undefined || raw === "") return fallbackMinutes * 60;
-  const m = /^(\d+)\s*(s|m|h)?$/i.exec(raw.trim());
-  const seconds = m ? Number(m[1]) * ({ s: 1, m: 60, h: 3600 } as Record<string, number>)[(m[2] ?? "m").toLowerCase()] : NaN;
-  if (!(seconds >= 60)) throw new Error(`${name} must be a duration of at least a minute, such as 15m, 900s or 1h; got "${raw}".`);
+  if (raw === undefined || raw === "") return fallbackSeconds;
+  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?$/i.exec(raw.trim());
+  const units: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 };
+  const seconds = m ? Number(m[1]) * units[(m[2] ?? rule.unit).toLowerCase()] : NaN;
+  if (!(seconds >= rule.min)) throw new Error(`${name} must be a duration of at least ${rule.least}, such as ${rule.example}; got "${raw}".`);
   return seconds;
 }
 
@@ -228,6 +242,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     mailboxScanIntervalSeconds,
     metricsToken: env.METRICS_TOKEN || undefined,
     cloudDriveScanIntervalSeconds: env.CLOUD_DRIVE_SCAN_INTERVAL ? minutes(env, "CLOUD_DRIVE_SCAN_INTERVAL", 15) : mailboxScanIntervalSeconds,
+    webhookRetrySeconds: duration(env, "WEBHOOK_RETRY", 60, { unit: "s", min: 0.01, example: "60s or 1m", least: "10ms" }),
+    webhookRetryWindowSeconds: duration(env, "WEBHOOK_RETRY_WINDOW", 3 * 86400, { unit: "s", min: 0.01, example: "3d or 72h", least: "10ms" }),
     notices,
   };
 }

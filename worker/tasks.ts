@@ -6,6 +6,8 @@ import { createStorage, type Storage } from "../src/storage/index.js";
 import { EXTRACT_RECEIPT_TASK, extractReceiptPayload, MATCH_RECEIPTS_TASK, matchReceiptsPayload, runExtraction, runMatching } from "../src/receipts/jobs.js";
 import { QUEUE_SOURCE_SCANS_TASK, queueDueSourceScans, runSourceScan, SCAN_CLOUD_DRIVE_TASK, SCAN_MAILBOX_TASK, sourceScanPayload } from "../src/sources/jobs.js";
 import { jobPool, recordedJob } from "./job-results.js";
+import { DELIVER_WEBHOOK_TASK, runWebhookDelivery, webhookDeliveryPayload } from "../src/webhooks/deliver.js";
+import { sealedBox } from "../src/secrets/sealed-box.js";
 import { REBUILD_DAILY_TOTALS_TASK, REEXTRACT_RECEIPTS_TASK, rebuildDailyTotals, reextractReceipts } from "../src/operator-jobs/tasks.js";
 
 /**
@@ -63,6 +65,13 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
     },
     async [REEXTRACT_RECEIPTS_TASK](payload, helpers) {
       await recordedJob(helpers, payloadOrganizationId(payload), () => reextractReceipts(helpers, payload));
+    },
+
+    // Webhooks (issue 13): one attempt of one delivery, queued with the change that made its
+    // event, on its endpoint's own queue. Not in job_results: the delivery log is its record.
+    async [DELIVER_WEBHOOK_TASK](payload, helpers) {
+      const config = jobConfig();
+      await runWebhookDelivery({ owner: jobPool(helpers), config, secrets: sealedBox(config.secretsKey) }, webhookDeliveryPayload(payload));
     },
 
     // Queued after extraction, and when an organization's events change while receipts wait.

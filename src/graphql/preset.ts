@@ -15,6 +15,7 @@ import { ReceiptSourcesPlugin } from "../../plugins/receipt-sources.js";
 import { OrganizationsPlugin } from "../../plugins/organizations.js";
 import { ReportsPlugin } from "../../plugins/reports.js";
 import { TaxCodesPlugin } from "../../plugins/tax-codes.js";
+import { WebhooksPlugin } from "../../plugins/webhooks.js";
 import { maskError } from "../http/errors.js";
 import type { OutboundOptions } from "../outbound/guard.js";
 import type { SealedBox } from "../secrets/sealed-box.js";
@@ -25,7 +26,7 @@ import { requestWithPgClient, tenantsOf, type ConnectionShare } from "./connecti
 export const schemaPlugins = [
   OrganizationsPlugin, ApiKeysPlugin, TaxCodesPlugin, AccountsPlugin, BatchResultsPlugin, ContactsPlugin,
   CategoryRulesPlugin, IntakeAddressesPlugin, LedgerEventsPlugin, ReportsPlugin, BankStatementsPlugin, ReceiptsPlugin,
-  ReceiptSourcesPlugin,
+  ReceiptSourcesPlugin, WebhooksPlugin,
 ];
 
 export interface PresetOptions {
@@ -34,8 +35,8 @@ export interface PresetOptions {
   statementTimeoutMs: number;
   /** Signs a stored file's URL (Receipt.imageUrl). */
   signFileUrl?: SignFileUrl;
-  /** Where tenants' mailboxes and cloud drives may be reached, and what seals their secrets. */
-  receiptSources?: { outbound: OutboundOptions; secrets: SealedBox };
+  /** Where the hosts tenants name (mailboxes, cloud drives, webhook URLs) may be reached, and what seals their secrets. */
+  tenantOutbound?: { outbound: OutboundOptions; secrets: SealedBox };
 }
 
 export function makePreset(authPool: pg.Pool, opts: PresetOptions): GraphileConfig.Preset {
@@ -60,7 +61,7 @@ export function makePreset(authPool: pg.Pool, opts: PresetOptions): GraphileConf
         const { withPgClient } = args.contextValue as Grafast.Context;
         return {
           signFileUrl: opts.signFileUrl,
-          receiptSources: opts.receiptSources,
+          tenantOutbound: opts.tenantOutbound,
           pgSettings: pgSettingsFor(identity),
           // A direct read that passed the request on has begun its database access and budget.
           withPgClient: res?.locals?.requestDb ?? requestWithPgClient(withPgClient, opts.share,

@@ -26,6 +26,7 @@ import { uploadRoute } from "./uploads.js";
 import { receiptFileRoute } from "./receipt-files.js";
 import { intakeRoutes } from "./intake.js";
 import { sealedBox } from "../secrets/sealed-box.js";
+import { outboundOf } from "../outbound/guard.js";
 
 export interface Pools {
   /** The owner: health checks only here. */
@@ -51,7 +52,7 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
   const urls = fileUrls(config);
   const pgl = postgraphile(makePreset(pools.auth, {
     graphiql: config.graphiql, share, statementTimeoutMs: config.statementTimeoutMs, signFileUrl: urls.sign,
-    receiptSources: { outbound: { allowLoopback: config.outboundAllowLoopback }, secrets: sealedBox(config.secretsKey) },
+    tenantOutbound: { outbound: outboundOf(config), secrets: sealedBox(config.secretsKey) },
   }));
   const serv = pgl.createServ(parsedBodyGrafserv);
   const grafservHandler = serv.createHandler() as unknown as Step;

@@ -5,9 +5,13 @@ import { noteErrorToCaller } from "./request-context.js";
 import { headerOf, sendJson, type HttpRequest, type HttpResponse, type Next } from "./node-http.js";
 import { API_KEY_SECRET, identityOf } from "./authenticate.js";
 import { logger } from "../logger.js";
+import { WEBHOOK_SECRET } from "../webhooks/signature.js";
 
-/** A secret is shown once: a replayed createApiKey response carries null where the secret was (whatever the field's alias). */
-const SECRET_IN_JSON = new RegExp(`"${API_KEY_SECRET.source}"`, "g");
+/**
+ * A secret is shown once: a replayed createApiKey or createWebhookEndpoint response carries null
+ * where the secret was (whatever the field's alias).
+ */
+const SECRET_IN_JSON = new RegExp(`"(?:${API_KEY_SECRET.source}|${WEBHOOK_SECRET.source})"`, "g");
 const redactSecrets = (body: string) => body.replace(SECRET_IN_JSON, "null");
 
 /**

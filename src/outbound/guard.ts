@@ -2,6 +2,7 @@ import { lookup as dnsLookup } from "node:dns/promises";
 import type { LookupAddress } from "node:dns";
 import net from "node:net";
 import ipaddr from "ipaddr.js";
+import type { Config } from "../config.js";
 
 /**
  * The outbound guard (decisions §13): a host a tenant names (a mailbox server, a cloud-drive
@@ -28,6 +29,10 @@ export interface CheckedAddress {
   address: string;
   family: 4 | 6;
 }
+
+/** The guard's options as configured (OUTBOUND_ALLOW_LOOPBACK; tests' stubbed resolver). */
+export const outboundOf = (config: Pick<Config, "outboundAllowLoopback" | "outboundResolve">): OutboundOptions =>
+  ({ allowLoopback: config.outboundAllowLoopback, resolve: config.outboundResolve });
 
 const systemResolve = (host: string) => dnsLookup(host, { all: true, verbatim: true });
 

@@ -49,3 +49,7 @@ export function sealedBox(key: Buffer): SealedBox {
 /** What a source's secret is sealed against: its kind, organization and id. */
 export const sourceSecretContext = (kind: "mailbox" | "cloud_drive", organizationId: string, sourceId: string) =>
   `${kind}:${organizationId}:${sourceId}`;
+
+/** What a webhook endpoint's signing secret is sealed against: its organization and id. */
+export const webhookSecretContext = (organizationId: string, webhookEndpointId: string) =>
+  `webhook_endpoint:${organizationId}:${webhookEndpointId}`;

@@ -1,20 +1,9 @@
 import { randomUUID } from "node:crypto";
-import type { WithPgClient } from "postgraphile/@dataplan/pg";
-import { callAsCaller } from "../../plugins/sql-operations.js";
-import type { OutboundOptions } from "../outbound/guard.js";
-import { sourceSecretContext, type SealedBox } from "../secrets/sealed-box.js";
+import { callAsCaller, isFailure, type Failure } from "../../plugins/sql-operations.js";
+import type { OutboundCallContext } from "../outbound/call-context.js";
+import { sourceSecretContext } from "../secrets/sealed-box.js";
 import { testCloudDrive, type CloudDriveSettings } from "./cloud-drive/client.js";
 import { testMailbox, type MailboxSettings } from "./mailbox/connection.js";
-
-/** What connecting a source needs from the GraphQL context (src/graphql/preset.ts). */
-export interface SourceContext {
-  withPgClient: WithPgClient & { outside<T>(work: () => Promise<T>): Promise<T> };
-  pgSettings: Record<string, string>;
-  receiptSources: { outbound: OutboundOptions; secrets: SealedBox };
-}
-
-type Failure = { success: false; error: string };
-const isFailure = (r: unknown): r is Failure => (r as Failure | null)?.success === false;
 
 const MAX_SECRET_LENGTH = 1024;
 
@@ -24,7 +13,7 @@ const MAX_SECRET_LENGTH = 1024;
  * request's database budget and without holding a connection; SQL stores them with the secret
  * sealed. The secret never reaches SQL in clear, nor any error or log.
  */
-async function connectSource<S>(ctx: SourceContext, kind: "mailbox" | "cloud_drive", organizationId: string, secret: unknown,
+async function connectSource<S>(ctx: OutboundCallContext, kind: "mailbox" | "cloud_drive", organizationId: string, secret: unknown,
   settingsCall: { text: string; values: unknown[] }, test: (settings: S, secret: string) => Promise<string | null>,
   storeCall: (sourceId: string, sealed: string) => { text: string; values: unknown[] }): Promise<unknown> {
   const noun = kind === "mailbox" ? "Password" : "Secret access key";
@@ -36,23 +25,23 @@ async function connectSource<S>(ctx: SourceContext, kind: "mailbox" | "cloud_dri
   if (refusal !== null) return { success: false, error: refusal };
   // The id is made here, so that the secret is sealed to this one source.
   const sourceId = randomUUID();
-  const sealed = ctx.receiptSources.secrets.seal(secret, sourceSecretContext(kind, organizationId, sourceId));
+  const sealed = ctx.tenantOutbound.secrets.seal(secret, sourceSecretContext(kind, organizationId, sourceId));
   const stored = storeCall(sourceId, sealed);
   return callAsCaller(ctx, stored.text, stored.values);
 }
 
-export function connectMailbox(ctx: SourceContext, a: Record<string, any>): Promise<unknown> {
+export function connectMailbox(ctx: OutboundCallContext, a: Record<string, any>): Promise<unknown> {
   const fields = [a.organizationId, a.host, a.port, a.secure, a.username, a.folder];
   return connectSource<MailboxSettings>(ctx, "mailbox", a.organizationId, a.password,
     { text: "select app_private.mailbox_settings($1, $2, $3, $4, $5, $6) as result", values: fields },
-    (settings, password) => testMailbox(settings, password, ctx.receiptSources.outbound),
+    (settings, password) => testMailbox(settings, password, ctx.tenantOutbound.outbound),
     (sourceId, sealed) => ({ text: "select app_private.connect_mailbox($1, $2, $3, $4, $5, $6, $7, $8) as result", values: [...fields, sourceId, sealed] }));
 }
 
-export function connectCloudDrive(ctx: SourceContext, a: Record<string, any>): Promise<unknown> {
+export function connectCloudDrive(ctx: OutboundCallContext, a: Record<string, any>): Promise<unknown> {
   const fields = [a.organizationId, a.endpoint, a.bucket, a.prefix, a.accessKeyId, a.region];
   return connectSource<CloudDriveSettings>(ctx, "cloud_drive", a.organizationId, a.secretAccessKey,
     { text: "select app_private.cloud_drive_settings($1, $2, $3, $4, $5, $6) as result", values: fields },
-    (settings, secret) => testCloudDrive(settings, secret, ctx.receiptSources.outbound),
+    (settings, secret) => testCloudDrive(settings, secret, ctx.tenantOutbound.outbound),
     (sourceId, sealed) => ({ text: "select app_private.connect_cloud_drive($1, $2, $3, $4, $5, $6, $7, $8) as result", values: [...fields, sourceId, sealed] }));
 }

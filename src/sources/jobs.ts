@@ -1,7 +1,7 @@
 import type { JobHelpers } from "graphile-worker";
 import type pg from "pg";
 import type { Config } from "../config.js";
-import type { OutboundOptions } from "../outbound/guard.js";
+import { outboundOf } from "../outbound/guard.js";
 import { sealedBox, sourceSecretContext } from "../secrets/sealed-box.js";
 import type { Storage } from "../storage/index.js";
 import type { CloudDriveSettings } from "./cloud-drive/client.js";
@@ -32,8 +32,6 @@ export function sourceScanPayload(payload: unknown): SourceScanPayload {
 interface StoredSource { organizationId: string; kind: "mailbox" | "cloud_drive"; settings: unknown; secretSealed: string; cursor: Record<string, unknown> }
 
 export interface SourceScanDeps { owner: pg.Pool; storage: Storage; config: Config }
-
-const outboundOf = (config: Config): OutboundOptions => ({ allowLoopback: config.outboundAllowLoopback });
 
 /** A scan in all: a server that trickles bytes cannot hold a worker's slot longer. A scan takes no new message or object after 8 minutes. */
 const SCAN_DEADLINE_MS = 10 * 60_000;

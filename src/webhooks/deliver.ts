@@ -1,0 +1,111 @@
+import http from "node:http";
+import https from "node:https";
+import net from "node:net";
+import type pg from "pg";
+import type { Config } from "../config.js";
+import { OutboundRefused, outboundOf, type OutboundOptions } from "../outbound/guard.js";
+import { webhookSecretContext, type SealedBox } from "../secrets/sealed-box.js";
+import { checkWebhookUrl } from "./endpoint-url.js";
+import { SIGNATURE_HEADER, signatureOf } from "./signature.js";
+
+/** The worker's task: one attempt of one delivery (queued by migrations/fixtures/webhooks/). */
+export const DELIVER_WEBHOOK_TASK = "deliver_webhook";
+
+/** An endpoint has this long to answer; what it sends after the status line is not waited for. */
+const ANSWER_TIMEOUT_MS = 10_000;
+/** Read of an answer's body, so that its connection can be used again; a larger one is cut off. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+export interface WebhookDeliveryPayload { organizationId: string; deliveryId: string; attempt: number }
+
+export function webhookDeliveryPayload(payload: unknown): WebhookDeliveryPayload {
+  const p = payload as Record<string, unknown> | null;
+  if (typeof p?.organizationId !== "string" || !UUID.test(p.organizationId) || typeof p.deliveryId !== "string"
+      || !UUID.test(p.deliveryId) || !Number.isInteger(p.attempt)) {
+    throw Object.assign(new Error("The job payload needs organizationId and deliveryId (UUIDs) and attempt."), { permanent: true });
+  }
+  return { organizationId: p.organizationId, deliveryId: p.deliveryId, attempt: p.attempt as number };
+}
+
+interface Attempt { organizationId: string; webhookEndpointId: string; url: string; secretSealed: string; body: string }
+
+export interface WebhookDeliveryDeps {
+  owner: pg.Pool;
+  config: Pick<Config, "outboundAllowLoopback" | "outboundResolve" | "webhookRetrySeconds" | "webhookRetryWindowSeconds">;
+  secrets: SealedBox;
+}
+
+export interface AttemptOutcome { responseCode: number | null; error: string | null }
+
+/**
+ * One attempt: the body the database made is signed and posted; what came back is recorded by
+ * app_private.record_webhook_attempt, which schedules a retry or ends the delivery. A stale job
+ * (a redelivery overtook it, the endpoint went) does nothing. Returns what the attempt got, or
+ * null when there was nothing to send.
+ */
+export async function runWebhookDelivery(deps: WebhookDeliveryDeps, p: WebhookDeliveryPayload): Promise<AttemptOutcome | null> {
+  const { rows: [{ attempt }] } = await deps.owner.query<{ attempt: Attempt | null }>(
+    "select app_private.webhook_delivery_for_attempt($1, $2) as attempt", [p.deliveryId, p.attempt]);
+  if (!attempt || attempt.organizationId !== p.organizationId) return null;
+  const secret = deps.secrets.open(attempt.secretSealed, webhookSecretContext(attempt.organizationId, attempt.webhookEndpointId));
+  const outcome = await postSigned(attempt.url, attempt.body, secret, outboundOf(deps.config));
+  await deps.owner.query("select app_private.record_webhook_attempt($1, $2, $3, $4, make_interval(secs => $5), make_interval(secs => $6))",
+    [p.deliveryId, p.attempt, outcome.responseCode, outcome.error, deps.config.webhookRetrySeconds, deps.config.webhookRetryWindowSeconds]);
+  return outcome;
+}
+
+// Connections are kept for the next delivery to the same address (the address was checked).
+const agents = { "http:": new http.Agent({ keepAlive: true, maxSockets: 8 }), "https:": new https.Agent({ keepAlive: true, maxSockets: 8 }) };
+
+/**
+ * POSTs `body` to `url` at the address the outbound guard checked (never resolving the name
+ * again), signed with `secret`. A redirect is an answer like any other non-2xx: not followed.
+ */
+export async function postSigned(url: string, body: string, secret: string, outbound: OutboundOptions): Promise<AttemptOutcome> {
+  let checked;
+  try {
+    checked = await checkWebhookUrl(url, outbound);
+  } catch (e) {
+    if (e instanceof OutboundRefused) return { responseCode: null, error: e.message };
+    throw e;
+  }
+  const { url: target, address } = checked;
+  const isHttps = target.protocol === "https:";
+  const payload = Buffer.from(body, "utf8");
+  return new Promise<AttemptOutcome>((resolve) => {
+    const request = (isHttps ? https : http).request({
+      method: "POST",
+      host: address.address,
+      family: address.family,
+      port: target.port || (isHttps ? 443 : 80),
+      path: target.pathname + target.search,
+      // The certificate is checked against the URL's name; an IP address is sent no SNI.
+      ...(isHttps && !net.isIP(address.host) ? { servername: address.host } : {}),
+      agent: agents[isHttps ? "https:" : "http:"],
+      signal: AbortSignal.timeout(ANSWER_TIMEOUT_MS),
+      headers: {
+        Host: target.host,
+        "Content-Type": "application/json",
+        "Content-Length": payload.length,
+        "User-Agent": "accounting-api-webhooks/1",
+        [SIGNATURE_HEADER]: signatureOf(secret, body, Math.floor(Date.now() / 1000)),
+      },
+    }, (response) => {
+      resolve({ responseCode: response.statusCode ?? null, error: null });
+      let read = 0;
+      response.on("data", (chunk: Buffer) => {
+        read += chunk.length;
+        if (read > MAX_ANSWER_BYTES) response.destroy();
+      });
+      response.on("error", () => {});
+    });
+    request.on("error", (e: NodeJS.ErrnoException) => {
+      const timedOut = e.name === "AbortError" || e.name === "TimeoutError";
+      resolve({ responseCode: null, error: timedOut ? `No answer within ${ANSWER_TIMEOUT_MS / 1000} seconds.`
+        : `Could not reach the endpoint: ${e.code ?? e.message}.` });
+    });
+    request.end(payload);
+  });
+}

@@ -1,0 +1,24 @@
+import { checkOutbound, OutboundRefused, type CheckedAddress, type OutboundOptions } from "../outbound/guard.js";
+
+/**
+ * A webhook URL as the server may post to it (decisions §13): https (plain http only with
+ * OUTBOUND_ALLOW_LOOPBACK=1), no credentials in it, and a host whose every address the outbound
+ * guard allows. Checked when an endpoint is registered or changed, and again at each delivery
+ * (a name may resolve elsewhere later), where the request goes to the checked address.
+ */
+export interface CheckedUrl { url: URL; address: CheckedAddress }
+
+export async function checkWebhookUrl(raw: string, outbound: OutboundOptions): Promise<CheckedUrl> {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new OutboundRefused("url must be an absolute https URL.");
+  }
+  if (url.protocol !== "https:" && !(url.protocol === "http:" && outbound.allowLoopback)) {
+    throw new OutboundRefused("url must be an https URL.");
+  }
+  if (url.username || url.password) throw new OutboundRefused("url must not carry a user name or password.");
+  if (url.hash) throw new OutboundRefused("url must not have a fragment (#).");
+  return { url, address: await checkOutbound(url.hostname, outbound) };
+}
