@@ -15,9 +15,9 @@ create table if not exists app_public.webhook_endpoints (
   status text not null default 'enabled' constraint webhook_endpoints_status_check check (status in ('enabled', 'disabled')),
   -- Why the service disabled it (null when enabled, or disabled by a person).
   disabled_reason text constraint webhook_endpoints_disabled_reason_check check (length(disabled_reason) <= 500),
-  -- The last delivery it accepted: an endpoint with none since a delivery's first attempt, when
-  -- that delivery gives up, is disabled.
-  last_success_at timestamptz,
+  -- Since when every attempt failed (null after a success, or when enabled again): an endpoint
+  -- failing since a delivery's first attempt, when that delivery's retries end, is disabled.
+  failing_since timestamptz,
   created timestamptz not null default now(),
   updated timestamptz not null default now(),
   constraint webhook_endpoints_organization_id_id_key unique (organization_id, id)
@@ -33,7 +33,8 @@ create table if not exists app_public.webhook_events (
   organization_id uuid not null references app_public.organizations on delete cascade,
   type text not null constraint webhook_events_type_check check (length(type) <= 100),
   object jsonb not null,
-  created timestamptz not null default now(),
+  -- The time of the change (not of its transaction's start: two events of one transaction differ).
+  created timestamptz not null default clock_timestamp(),
   constraint webhook_events_organization_id_id_key unique (organization_id, id)
 );
 alter table app_public.webhook_events enable row level security;
@@ -50,9 +51,12 @@ create table if not exists app_public.webhook_deliveries (
   attempts integer not null default 0 constraint webhook_deliveries_attempts_check check (attempts >= 0),
   response_code integer,
   last_error text constraint webhook_deliveries_last_error_check check (length(last_error) <= 2000),
+  first_attempt_at timestamptz,
   last_attempt_at timestamptz,
   next_attempt_at timestamptz default now(),
   delivered_at timestamptz,
+  -- The order an endpoint's deliveries go out in: the order their events were made.
+  seq bigint generated always as identity,
   created timestamptz not null default now(),
   constraint webhook_deliveries_endpoint_fkey foreign key (organization_id, webhook_endpoint_id)
     references app_public.webhook_endpoints (organization_id, id) on delete cascade,
@@ -60,6 +64,8 @@ create table if not exists app_public.webhook_deliveries (
     references app_public.webhook_events (organization_id, id) on delete cascade
 );
 create index if not exists webhook_deliveries_endpoint_idx on app_public.webhook_deliveries (webhook_endpoint_id, created desc, id desc);
+-- An endpoint's deliveries due, in the order their events were made.
+create index if not exists webhook_deliveries_due_idx on app_public.webhook_deliveries (webhook_endpoint_id, seq) where status = 'pending';
 create index if not exists webhook_deliveries_event_idx on app_public.webhook_deliveries (webhook_event_id);
 -- The metrics' last hour of attempts.
 create index if not exists webhook_deliveries_last_attempt_idx on app_public.webhook_deliveries (last_attempt_at);

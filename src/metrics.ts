@@ -57,6 +57,19 @@ export const jobAttempts = new Gauge({
   registers: [registry],
 });
 
+export const webhookDeliveries = new Gauge({
+  name: "accounting_webhook_deliveries_last_hour",
+  help: "Webhook deliveries attempted in the last hour, by the outcome of their last attempt: succeeded, retrying (failed, retry due) or failed (retries ended).",
+  labelNames: ["outcome"] as const,
+  registers: [registry],
+});
+
+export const webhookDeliveriesPending = new Gauge({
+  name: "accounting_webhook_deliveries_pending",
+  help: "Webhook deliveries waiting for an attempt (new, or failed with a retry due).",
+  registers: [registry],
+});
+
 export const jobFiguresRead = new Gauge({
   name: "accounting_jobs_scrape_ok",
   help: "1 when the job figures of this scrape were read from the database, 0 when that failed or took too long.",

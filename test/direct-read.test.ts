@@ -42,6 +42,9 @@ beforeAll(async () => {
   ids.eventId = await bookEvent(h, t, { merchantName: "Staples", amount: "12.50", transactionDate: today },
     { categoryId: acc["Cost of Goods Sold"], paymentId: acc["Chequing"] });
   await call(h, t, CONFIRM, { eventId: ids.eventId }, "confirmLedgerEvent");
+  // An endpoint (written as the operator would: its URL is never called here) and a delivery to it.
+  ids.webhookEndpointId = (await h.owner.query(`insert into app_public.webhook_endpoints (organization_id, url, events, secret_sealed)
+    values ($1, 'https://hooks.example.com/in', '{ledger_event.created}', 'v1:sealed') returning id`, [t.organizationId])).rows[0].id;
   await createEvent(h, t, { merchantName: "Café Ünïcode \"quoted\"", amount: "99.99", transactionDate: today });
   const key = `${t.organizationId}/uploads/${randomUUID()}/receipt.txt`;
   await createStorage(h.config).put(key, "receipt");

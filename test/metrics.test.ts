@@ -32,7 +32,7 @@ describe("/metrics", () => {
     expect((await request(off.app).get("/metrics").set("Authorization", `Bearer ${TOKEN}`)).status).toBe(404);
   });
 
-  it("counts requests by operation and outcome, their latency, rate-limit refusals, jobs and pools", async () => {
+  it("counts requests by operation and outcome, their latency, rate-limit refusals, jobs, webhook deliveries and pools", async () => {
     const before = (await scrape()).text;
     const ok = '{operation="myOrganizations",outcome="ok"}';
     const error = '{operation="getLedgerEvent",outcome="error"}';
@@ -44,6 +44,13 @@ describe("/metrics", () => {
     await h.gql("{ myOrganizations { id } }", {}, "Bearer acct_nonsense");
     await h.gql("{ nope }", {}, t.ownerJwt); // fails validation: an answer with errors
     await h.owner.query("select graphile_worker.add_job('match_receipts', json_build_object('organizationId', $1::text), run_at => now() + interval '1 hour')", [t.organizationId]);
+    // Webhook deliveries: one of each outcome in the last hour, and one not yet attempted.
+    await h.owner.query(`with ep as (insert into app_public.webhook_endpoints (organization_id, url, events, secret_sealed)
+        values ($1, 'https://hooks.example.com/in', '{ledger_event.created}', 'v1:sealed') returning id),
+      ev as (insert into app_public.webhook_events (organization_id, type, object) values ($1, 'ledger_event.created', '{}') returning id)
+      insert into app_public.webhook_deliveries (organization_id, webhook_endpoint_id, webhook_event_id, status, last_attempt_at)
+      select $1, ep.id, ev.id, s.status, s.at from ep, ev,
+        (values ('succeeded', now()), ('pending', now()), ('failed', now()), ('pending', null)) s(status, at)`, [t.organizationId]);
 
     const after = (await scrape()).text;
     const delta = (series: string) => sample(after, series) - sample(before, series);
@@ -55,6 +62,10 @@ describe("/metrics", () => {
     expect(delta('accounting_graphql_request_duration_seconds_count{operation="myOrganizations"}')).toBe(2);
     expect(sample(after, 'accounting_jobs_queued{task="match_receipts"}')).toBeGreaterThanOrEqual(1);
     expect(sample(after, "accounting_jobs_scrape_ok")).toBe(1);
+    for (const outcome of ["succeeded", "retrying", "failed"]) {
+      expect(sample(after, `accounting_webhook_deliveries_last_hour{outcome="${outcome}"}`), outcome).toBe(1);
+    }
+    expect(sample(after, "accounting_webhook_deliveries_pending")).toBe(2);
     expect(sample(after, 'accounting_pg_pool_connections{pool="api",state="total"}')).toBeGreaterThan(0);
     expect(after).toMatch(/^accounting_process_cpu_seconds_total /m);
     // Caller input never becomes a label.

@@ -14,7 +14,8 @@ let b: Tenant;
 let tenantTables: { table: string; orgColumn: string }[];
 
 beforeAll(async () => {
-  h = await startHarness();
+  // Webhook URLs resolve to a public address without asking DNS.
+  h = await startHarness({ outboundResolve: async () => [{ address: "93.184.215.14", family: 4 }] });
   a = await createTenant(h, "Tenant A");
   b = await createTenant(h, "Tenant B");
   // Give every foundation table rows for both organizations.
@@ -35,6 +36,11 @@ beforeAll(async () => {
       const res = await h.gql(query, { o: t.organizationId, ...variables }, t.apiKey);
       expect(Object.values(res.body.data)[0]).toMatchObject({ success: true });
     }
+    // Webhooks: an endpoint (its URL checked by the outbound guard in webhooks.test.ts) makes an
+    // event and a delivery of the confirm below.
+    const endpoint = await h.gql(`mutation($o: UUID!) { createWebhookEndpoint(organizationId: $o, url: "https://hooks.example.com/in",
+      events: ["ledger_event.confirmed"]) { success error } }`, { o: t.organizationId }, t.ownerJwt);
+    expect(endpoint.body.data.createWebhookEndpoint).toMatchObject({ success: true });
     // Ledger: one confirmed event gives rows in events, entries, lines, daily totals, counts and the audit trail.
     const chequing = accounts.find((x: { name: string }) => x.name === "Chequing").id;
     const created = await h.gql(`mutation($o: UUID!, $c: UUID!, $p: UUID!) { createLedgerEvent(organizationId: $o, merchantName: "Bank", amount: "5.00",

@@ -296,6 +296,44 @@ describe("deliveries", () => {
     }
   });
 
+  it("records events only for the caller's organization, of its own objects", async () => {
+    const other = await createTenant(h);
+    const client = await h.auth.connect();
+    const asCaller = async (sql: string, params: unknown[]) => {
+      await client.query("begin");
+      try {
+        await client.query("select set_config('role', 'accounting_visitor', true), set_config('app.api_key_id', $1, true), set_config('app.organization_id', $2, true)",
+          [t.apiKeyId, t.organizationId]);
+        await client.query(sql, params);
+        return "done";
+      } catch (e) {
+        return (e as Error).message;
+      } finally {
+        await client.query("rollback");
+      }
+    };
+    try {
+      const { webhookEndpoint } = await createEndpoint("http://127.0.0.1:9/never", ["ledger_event.created"]);
+      const { webhookEndpoint: theirEndpoint } = await createEndpoint("http://127.0.0.1:9/never", ["ledger_event.created"], other);
+      const theirs = await createEvent(h, other, { merchantName: "Not Yours" });
+      expect(await asCaller("select app_private.record_webhook_event($1, 'ledger_event.created', $2)", [other.organizationId, theirs]))
+        .toBe("Organization Not Found.");
+      expect(await asCaller("select app_private.record_webhook_event($1, 'ledger_event.created', $2)", [t.organizationId, theirs]))
+        .toMatch(/^record_webhook_event: no ledger_event.created of organization/);
+      const { rows: [d] } = await h.owner.query("select id from app_public.webhook_deliveries where organization_id = $1 limit 1", [other.organizationId]);
+      expect(await asCaller("select app_private.queue_webhook_attempt($1, now())", [d.id])).toBe("Organization Not Found.");
+      // Disabled by hand: its pending deliveries fail.
+      dataOf(await h.gql(UPDATE, { o: other.organizationId, id: theirEndpoint.id, status: "disabled" }, other.ownerJwt), "updateWebhookEndpoint");
+      expect(await count(h, "select 1 from app_public.webhook_deliveries where webhook_endpoint_id = $1 and status = 'pending'", [theirEndpoint.id])).toBe(0);
+      await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
+    } finally {
+      client.release();
+    }
+    // However many attempts a delivery has had, its next wait is at most 12 hours.
+    const { rows: [w] } = await h.owner.query("select app_private.webhook_retry_delay(500, interval '1 minute')::text as wait");
+    expect(w.wait).toBe("12:00:00");
+  });
+
   it("disables an endpoint that accepted nothing for the whole retry window", async () => {
     await worker.stop();
     const impatient = await startTestWorker({ ...h.config, webhookRetrySeconds: 0.1, webhookRetryWindowSeconds: 1 });
@@ -306,7 +344,7 @@ describe("deliveries", () => {
       const listed = await until(async () => dataOf(await h.gql(LIST, { o: t.organizationId }, t.ownerJwt), "listWebhookEndpoints")
         .find((e: any) => e.id === webhookEndpoint.id), (e) => e.status === "disabled");
       expect(listed).toMatchObject({ status: "disabled" });
-      expect(listed.disabledReason).toMatch(/no delivery succeeded for/);
+      expect(listed.disabledReason).toMatch(/^Disabled at .*: every attempt failed for/);
       const log = dataOf(await h.gql(DELIVERIES, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt), "listWebhookDeliveries");
       expect(log.items).toMatchObject([{ status: "failed", responseCode: 500, nextAttemptAt: null }]);
       expect(log.items[0].attempts).toBeGreaterThanOrEqual(3);

@@ -6,7 +6,7 @@ import { createStorage, type Storage } from "../src/storage/index.js";
 import { EXTRACT_RECEIPT_TASK, extractReceiptPayload, MATCH_RECEIPTS_TASK, matchReceiptsPayload, runExtraction, runMatching } from "../src/receipts/jobs.js";
 import { QUEUE_SOURCE_SCANS_TASK, queueDueSourceScans, runSourceScan, SCAN_CLOUD_DRIVE_TASK, SCAN_MAILBOX_TASK, sourceScanPayload } from "../src/sources/jobs.js";
 import { jobPool, recordedJob } from "./job-results.js";
-import { DELIVER_WEBHOOK_TASK, runWebhookDelivery, webhookDeliveryPayload } from "../src/webhooks/deliver.js";
+import { DELIVER_WEBHOOK_TASK, runWebhookDeliveries, webhookDeliveryPayload } from "../src/webhooks/deliver.js";
 import { sealedBox } from "../src/secrets/sealed-box.js";
 import { REBUILD_DAILY_TOTALS_TASK, REEXTRACT_RECEIPTS_TASK, rebuildDailyTotals, reextractReceipts } from "../src/operator-jobs/tasks.js";
 
@@ -67,11 +67,14 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
       await recordedJob(helpers, payloadOrganizationId(payload), () => reextractReceipts(helpers, payload));
     },
 
-    // Webhooks (issue 13): one attempt of one delivery, queued with the change that made its
-    // event, on its endpoint's own queue. Not in job_results: the delivery log is its record.
+    // Webhooks (issue 13): an endpoint's due deliveries, from the job of one of them (queued with
+    // the change that made its event, on the endpoint's own queue). Not in job_results: the
+    // delivery log is their record.
     async [DELIVER_WEBHOOK_TASK](payload, helpers) {
+      const p = webhookDeliveryPayload(payload);
+      if (!p) return helpers.logger.error(`${DELIVER_WEBHOOK_TASK}: the payload needs organizationId and deliveryId (UUIDs); not retried.`);
       const config = jobConfig();
-      await runWebhookDelivery({ owner: jobPool(helpers), config, secrets: sealedBox(config.secretsKey) }, webhookDeliveryPayload(payload));
+      await runWebhookDeliveries({ owner: jobPool(helpers), config, secrets: sealedBox(config.secretsKey) }, p);
     },
 
     // Queued after extraction, and when an organization's events change while receipts wait.

@@ -1,7 +1,7 @@
 import { timingSafeEqual, createHash } from "node:crypto";
 import pg from "pg";
 import { logger } from "../logger.js";
-import { jobAttempts, jobFiguresRead, jobsFailing, jobsQueued, poolConnections, registry } from "../metrics.js";
+import { jobAttempts, jobFiguresRead, jobsFailing, jobsQueued, poolConnections, registry, webhookDeliveries, webhookDeliveriesPending } from "../metrics.js";
 import { errorBody } from "./errors.js";
 import { headerOf, sendJson, type HttpRequest, type HttpResponse, type Next } from "./node-http.js";
 
@@ -14,6 +14,13 @@ const SCRAPE_DATABASE_MS = 2000;
  * figures are read at each scrape, on a connection of their own with a time limit, one read at a
  * time however many scrapes arrive.
  */
+/** A delivery's status as an outcome of its last attempt. */
+const WEBHOOK_OUTCOMES: Record<string, string> = { succeeded: "succeeded", pending: "retrying", failed: "failed" };
+
+const resetJobFigures = () => {
+  for (const gauge of [jobsQueued, jobsFailing, jobAttempts, webhookDeliveries, webhookDeliveriesPending]) gauge.reset();
+};
+
 export function metricsRoute(token: string | undefined, pools: { owner: pg.Pool; auth: pg.Pool }) {
   const expected = token && createHash("sha256").update(`Bearer ${token}`).digest();
   let scrapePool: pg.Pool | undefined;
@@ -30,12 +37,19 @@ export function metricsRoute(token: string | undefined, pools: { owner: pg.Pool;
           from graphile_worker.jobs group by task_identifier
         union all
         select 'results', job_name, count(*) filter (where status = 'succeeded')::int, count(*) filter (where status = 'failed')::int, 0
-          from app_private.job_results where finished_at > now() - interval '1 hour' group by job_name`);
-      jobsQueued.reset();
-      jobsFailing.reset();
-      jobAttempts.reset();
+          from app_private.job_results where finished_at > now() - interval '1 hour' group by job_name
+        union all
+        select 'webhooks', status, count(*)::int, 0, 0
+          from app_public.webhook_deliveries where last_attempt_at > now() - interval '1 hour' group by status
+        union all
+        select 'webhooks_pending', '', count(*)::int, 0, 0 from app_public.webhook_deliveries where status = 'pending'`);
+      resetJobFigures();
       for (const r of rows) {
-        if (r.source === "queue") {
+        if (r.source === "webhooks") {
+          webhookDeliveries.set({ outcome: WEBHOOK_OUTCOMES[r.task] ?? r.task }, r.a);
+        } else if (r.source === "webhooks_pending") {
+          webhookDeliveriesPending.set(r.a);
+        } else if (r.source === "queue") {
           jobsQueued.set({ task: r.task }, r.a);
           jobsFailing.set({ task: r.task, state: "retrying" }, r.b);
           jobsFailing.set({ task: r.task, state: "given_up" }, r.c);
@@ -47,9 +61,7 @@ export function metricsRoute(token: string | undefined, pools: { owner: pg.Pool;
       jobFiguresRead.set(1);
     } catch (e) {
       // Figures that could not be read are not shown as if they were current.
-      jobsQueued.reset();
-      jobsFailing.reset();
-      jobAttempts.reset();
+      resetJobFigures();
       jobFiguresRead.set(0);
       logger.warn({ err: { message: (e as Error).message } }, "metrics: the job figures could not be read");
     }

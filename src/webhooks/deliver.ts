@@ -8,7 +8,7 @@ import { webhookSecretContext, type SealedBox } from "../secrets/sealed-box.js";
 import { checkWebhookUrl } from "./endpoint-url.js";
 import { SIGNATURE_HEADER, signatureOf } from "./signature.js";
 
-/** The worker's task: one attempt of one delivery (queued by migrations/fixtures/webhooks/). */
+/** The worker's task: the due deliveries of one endpoint (queued by migrations/fixtures/webhooks/). */
 export const DELIVER_WEBHOOK_TASK = "deliver_webhook";
 
 /** An endpoint has this long to answer; what it sends after the status line is not waited for. */
@@ -18,18 +18,23 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export interface WebhookDeliveryPayload { organizationId: string; deliveryId: string; attempt: number }
+export interface WebhookDeliveryPayload { organizationId: string; deliveryId: string }
 
-export function webhookDeliveryPayload(payload: unknown): WebhookDeliveryPayload {
+export function webhookDeliveryPayload(payload: unknown): WebhookDeliveryPayload | null {
   const p = payload as Record<string, unknown> | null;
-  if (typeof p?.organizationId !== "string" || !UUID.test(p.organizationId) || typeof p.deliveryId !== "string"
-      || !UUID.test(p.deliveryId) || !Number.isInteger(p.attempt)) {
-    throw Object.assign(new Error("The job payload needs organizationId and deliveryId (UUIDs) and attempt."), { permanent: true });
+  if (typeof p?.organizationId !== "string" || !UUID.test(p.organizationId) || typeof p.deliveryId !== "string" || !UUID.test(p.deliveryId)) {
+    return null;
   }
-  return { organizationId: p.organizationId, deliveryId: p.deliveryId, attempt: p.attempt as number };
+  return { organizationId: p.organizationId, deliveryId: p.deliveryId };
 }
 
-interface Attempt { organizationId: string; webhookEndpointId: string; url: string; secretSealed: string; body: string }
+interface DueDeliveries {
+  organizationId: string;
+  webhookEndpointId: string;
+  url: string;
+  secretSealed: string;
+  deliveries: { deliveryId: string; attempt: number; body: string }[];
+}
 
 export interface WebhookDeliveryDeps {
   owner: pg.Pool;
@@ -39,21 +44,32 @@ export interface WebhookDeliveryDeps {
 
 export interface AttemptOutcome { responseCode: number | null; error: string | null }
 
+/** Deliveries one job sends at most, and the time after which it starts no more (the rest wait for their own jobs). */
+const BATCH = 50;
+const BATCH_TIME_MS = 20_000;
+
 /**
- * One attempt: the body the database made is signed and posted; what came back is recorded by
- * app_private.record_webhook_attempt, which schedules a retry or ends the delivery. A stale job
- * (a redelivery overtook it, the endpoint went) does nothing. Returns what the attempt got, or
- * null when there was nothing to send.
+ * The endpoint's deliveries that are due, from the job of one of them: each body the database
+ * made is signed and posted, oldest event first, one at a time; what came back is recorded by
+ * app_private.record_webhook_attempts, which schedules retries, ends deliveries, disables an
+ * endpoint that kept failing and removes the
+ * jobs of those sent here. Returns how many were posted.
  */
-export async function runWebhookDelivery(deps: WebhookDeliveryDeps, p: WebhookDeliveryPayload): Promise<AttemptOutcome | null> {
-  const { rows: [{ attempt }] } = await deps.owner.query<{ attempt: Attempt | null }>(
-    "select app_private.webhook_delivery_for_attempt($1, $2) as attempt", [p.deliveryId, p.attempt]);
-  if (!attempt || attempt.organizationId !== p.organizationId) return null;
-  const secret = deps.secrets.open(attempt.secretSealed, webhookSecretContext(attempt.organizationId, attempt.webhookEndpointId));
-  const outcome = await postSigned(attempt.url, attempt.body, secret, outboundOf(deps.config));
-  await deps.owner.query("select app_private.record_webhook_attempt($1, $2, $3, $4, make_interval(secs => $5), make_interval(secs => $6))",
-    [p.deliveryId, p.attempt, outcome.responseCode, outcome.error, deps.config.webhookRetrySeconds, deps.config.webhookRetryWindowSeconds]);
-  return outcome;
+export async function runWebhookDeliveries(deps: WebhookDeliveryDeps, p: WebhookDeliveryPayload): Promise<number> {
+  const { rows: [{ due }] } = await deps.owner.query<{ due: DueDeliveries | null }>(
+    "select app_private.webhook_deliveries_due($1, $2) as due", [p.deliveryId, BATCH]);
+  if (!due || due.organizationId !== p.organizationId || due.deliveries.length === 0) return 0;
+  const secret = deps.secrets.open(due.secretSealed, webhookSecretContext(due.organizationId, due.webhookEndpointId));
+  const outbound = outboundOf(deps.config);
+  const started = Date.now();
+  const attempts: (AttemptOutcome & { deliveryId: string; attempt: number })[] = [];
+  for (const d of due.deliveries) {
+    if (Date.now() - started > BATCH_TIME_MS) break;
+    attempts.push({ deliveryId: d.deliveryId, attempt: d.attempt, ...await postSigned(due.url, d.body, secret, outbound) });
+  }
+  await deps.owner.query("select app_private.record_webhook_attempts($1, $2, make_interval(secs => $3), make_interval(secs => $4))",
+    [p.deliveryId, JSON.stringify(attempts), deps.config.webhookRetrySeconds, deps.config.webhookRetryWindowSeconds]);
+  return attempts.length;
 }
 
 // Connections are kept for the next delivery to the same address (the address was checked).
