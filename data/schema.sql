@@ -542,6 +542,74 @@ table app_public.users (row-level security, forced)
   CREATE UNIQUE INDEX users_pkey ON app_public.users USING btree (id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
 
+table app_public.webhook_deliveries (row-level security, forced)
+  column id uuid not null default app_private.uuid_v7()
+  column organization_id uuid not null
+  column webhook_endpoint_id uuid not null
+  column webhook_event_id uuid not null
+  column status text not null default 'pending'::text
+  column attempts integer not null default 0
+  column response_code integer
+  column last_error text
+  column first_attempt_at timestamp with time zone
+  column last_attempt_at timestamp with time zone
+  column next_attempt_at timestamp with time zone default now()
+  column delivered_at timestamp with time zone
+  column seq bigint not null identity a
+  column created timestamp with time zone not null default now()
+  constraint webhook_deliveries_attempts_check CHECK ((attempts >= 0))
+  constraint webhook_deliveries_endpoint_fkey FOREIGN KEY (organization_id, webhook_endpoint_id) REFERENCES app_public.webhook_endpoints(organization_id, id) ON DELETE CASCADE
+  constraint webhook_deliveries_event_fkey FOREIGN KEY (organization_id, webhook_event_id) REFERENCES app_public.webhook_events(organization_id, id) ON DELETE CASCADE
+  constraint webhook_deliveries_last_error_check CHECK ((length(last_error) <= 2000))
+  constraint webhook_deliveries_pkey PRIMARY KEY (id)
+  constraint webhook_deliveries_status_check CHECK ((status = ANY (ARRAY['pending'::text, 'succeeded'::text, 'failed'::text])))
+  CREATE INDEX webhook_deliveries_due_idx ON app_public.webhook_deliveries USING btree (webhook_endpoint_id, seq) WHERE (status = 'pending'::text)
+  CREATE INDEX webhook_deliveries_endpoint_idx ON app_public.webhook_deliveries USING btree (webhook_endpoint_id, created DESC, id DESC)
+  CREATE INDEX webhook_deliveries_event_idx ON app_public.webhook_deliveries USING btree (webhook_event_id)
+  CREATE INDEX webhook_deliveries_last_attempt_idx ON app_public.webhook_deliveries USING btree (last_attempt_at)
+  CREATE UNIQUE INDEX webhook_deliveries_pkey ON app_public.webhook_deliveries USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
+table app_public.webhook_endpoints (row-level security, forced)
+  column id uuid not null default app_private.uuid_v7()  grants: accounting_visitor: INSERT, SELECT
+  column organization_id uuid not null  grants: accounting_visitor: INSERT, SELECT
+  column url text not null  grants: accounting_visitor: INSERT, SELECT, UPDATE
+  column events text[] not null  grants: accounting_visitor: INSERT, SELECT, UPDATE
+  column description text  grants: accounting_visitor: INSERT, SELECT, UPDATE
+  column secret_sealed text not null  grants: accounting_visitor: INSERT
+  column status text not null default 'enabled'::text  grants: accounting_visitor: SELECT, UPDATE
+  column disabled_reason text  grants: accounting_visitor: SELECT, UPDATE
+  column failing_since timestamp with time zone  grants: accounting_visitor: SELECT, UPDATE
+  column created timestamp with time zone not null default now()  grants: accounting_visitor: SELECT
+  column updated timestamp with time zone not null default now()  grants: accounting_visitor: SELECT, UPDATE
+  constraint webhook_endpoints_description_check CHECK ((length(description) <= 500))
+  constraint webhook_endpoints_disabled_reason_check CHECK ((length(disabled_reason) <= 500))
+  constraint webhook_endpoints_events_check CHECK (((cardinality(events) >= 1) AND (cardinality(events) <= 20)))
+  constraint webhook_endpoints_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint webhook_endpoints_organization_id_id_key UNIQUE (organization_id, id)
+  constraint webhook_endpoints_pkey PRIMARY KEY (id)
+  constraint webhook_endpoints_secret_sealed_check CHECK ((secret_sealed ~ '^v1:'::text))
+  constraint webhook_endpoints_status_check CHECK ((status = ANY (ARRAY['enabled'::text, 'disabled'::text])))
+  constraint webhook_endpoints_url_check CHECK (((url ~ '^https?://'::text) AND (length(url) <= 2048)))
+  CREATE INDEX webhook_endpoints_organization_idx ON app_public.webhook_endpoints USING btree (organization_id) WHERE (status = 'enabled'::text)
+  CREATE UNIQUE INDEX webhook_endpoints_organization_id_id_key ON app_public.webhook_endpoints USING btree (organization_id, id)
+  CREATE UNIQUE INDEX webhook_endpoints_pkey ON app_public.webhook_endpoints USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: DELETE
+
+table app_public.webhook_events (row-level security, forced)
+  column id uuid not null default app_private.uuid_v7()
+  column organization_id uuid not null
+  column type text not null
+  column object jsonb not null
+  column created timestamp with time zone not null default clock_timestamp()
+  constraint webhook_events_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint webhook_events_organization_id_id_key UNIQUE (organization_id, id)
+  constraint webhook_events_pkey PRIMARY KEY (id)
+  constraint webhook_events_type_check CHECK ((length(type) <= 100))
+  CREATE UNIQUE INDEX webhook_events_organization_id_id_key ON app_public.webhook_events USING btree (organization_id, id)
+  CREATE UNIQUE INDEX webhook_events_pkey ON app_public.webhook_events USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
 view reporting.general_ledger with (security_invoker=true) as
  SELECT l.id,
     l.organization_id,
@@ -682,6 +750,16 @@ begin
   return app_private.receipt_source_json(v_id, settings, 'connected', null, null, v_created);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.add_webhook_attempt_job(organization_id uuid, delivery_id uuid, webhook_endpoint_id uuid, at timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform graphile_worker.add_job('deliver_webhook', json_build_object('organizationId', organization_id, 'deliveryId', delivery_id),
+    queue_name => 'webhook:' || webhook_endpoint_id, run_at => at, max_attempts => 5, job_key => 'webhook-delivery:' || delivery_id);
+end $function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.advance_source_cursor(receipt_source_id uuid, cursor jsonb)
  RETURNS boolean
@@ -1374,6 +1452,28 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.create_webhook_endpoint(organization_id uuid, url text, events text[], description text, webhook_endpoint_id uuid, secret_sealed text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  s jsonb := app_private.webhook_endpoint_settings(organization_id, url, events, description);
+begin
+  if s->>'url' is null then perform app_private.fail('url is required.'); end if;
+  if s->'events' = 'null'::jsonb then perform app_private.fail('events must name at least one event type.'); end if;
+  -- Creations of one organization one at a time, so that two cannot both pass the limit.
+  perform pg_advisory_xact_lock(hashtext('webhook_endpoints:' || create_webhook_endpoint.organization_id));
+  if (select count(*) from app_public.webhook_endpoints x where x.organization_id = create_webhook_endpoint.organization_id) >= 20 then
+    perform app_private.fail('An organization may have at most 20 webhook endpoints.');
+  end if;
+  insert into app_public.webhook_endpoints (id, organization_id, url, events, description, secret_sealed)
+    values (webhook_endpoint_id, create_webhook_endpoint.organization_id, s->>'url',
+            array(select jsonb_array_elements_text(s->'events')), s->>'description', secret_sealed);
+  return jsonb_build_object('success', true, 'error', null, 'webhookEndpoint', app_private.webhook_endpoint_json(webhook_endpoint_id),
+    'secret', null);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.delete_processor_imports(org uuid, batch_key text DEFAULT NULL::text, dry_run boolean DEFAULT false)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -1526,6 +1626,19 @@ CREATE OR REPLACE FUNCTION app_private.fail(message text, code text DEFAULT 'AP4
 AS $function$ begin raise exception using message = message, errcode = code; end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.fail_pending_webhook_deliveries(webhook_endpoint_id uuid)
+ RETURNS void
+ LANGUAGE sql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+  update app_public.webhook_deliveries x
+     set status = 'failed', next_attempt_at = null, last_error = coalesce(x.last_error || ' ', '') || 'The endpoint was disabled.'
+   where x.webhook_endpoint_id = fail_pending_webhook_deliveries.webhook_endpoint_id and x.status = 'pending'
+     and x.organization_id = coalesce(app_public.current_organization_id(), x.organization_id)
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.field_of(message text, fallback text)
  RETURNS text
  LANGUAGE sql
@@ -1611,6 +1724,8 @@ begin
                   m.matching_event_id) order by m.row_index), '[]') from m)
     into v_imported, v_total, v_results;
 
+  perform app_private.record_webhook_event(org, 'bank_import.completed', v_batch, jsonb_build_object('batchId', v_batch,
+    'paymentAccountId', payment_account_id, 'fileName', file_name, 'importedCount', v_imported, 'skippedCount', v_total - v_imported));
   -- The flags each row was imported or skipped by (the operator's preview shows them).
   return jsonb_build_object('importedCount', v_imported, 'skippedCount', v_total - v_imported, 'batchId', v_batch,
     'results', v_results);
@@ -1806,6 +1921,10 @@ begin
   update app_public.receipts x set event_id = e.id, linked_by = 'person', linked_at = now(), status = 'reviewed',
          match_status = 'matched', receipt_date = coalesce(app_private.reading_nearest(x.date_readings, e.transaction_date), x.receipt_date)
    where x.id = r.id;
+  -- Linked anew: a person confirming matching's link to the same event is no new match.
+  if r.event_id is distinct from e.id then
+    perform app_private.record_webhook_event(r.organization_id, 'receipt.matched', r.id);
+  end if;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -1969,6 +2088,7 @@ begin
                  'runnerUpSimilarity', round(runner_up_similarity::numeric, 3))
          where x.id = r.id;
         linked := true;
+        perform app_private.record_webhook_event(org, 'receipt.matched', r.id);
       end if;
     end if;
     if linked then
@@ -1979,6 +2099,10 @@ begin
              match_details = jsonb_build_object('candidates', n_candidates,
                'bestSimilarity', round(best_similarity::numeric, 3), 'runnerUpSimilarity', round(runner_up_similarity::numeric, 3))
        where x.id = r.id;
+      -- Once when it is found to have no match, not at each later run that still finds none.
+      if r.match_status is distinct from 'unmatched' then
+        perform app_private.record_webhook_event(org, 'receipt.unmatched', r.id);
+      end if;
     end if;
   end loop;
   return jsonb_build_object('matched', matched, 'unmatched', unmatched);
@@ -2434,6 +2558,9 @@ begin
     perform app_private.post_journal_entries(v_ids);
   end if;
 
+  perform app_private.record_webhook_event(org, 'processor_import.completed', null, jsonb_build_object(
+    'batchId', v_key, 'layout', layout, 'fileName', file_name, 'rows', n_rows, 'created', n_created,
+    'status', case when review then 'needs_review' else 'confirmed' end));
   return jsonb_build_object(
     'batchId', v_key,
     'layout', layout,
@@ -2590,6 +2717,24 @@ begin
                 and r.status in ('draft', 'processed')) then
     perform app_private.queue_receipt_matching(org, null, amounts);
   end if;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.queue_webhook_attempt(delivery_id uuid, at timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare d app_public.webhook_deliveries;
+begin
+  select * into d from app_public.webhook_deliveries x where x.id = delivery_id;
+  perform app_private.check_job_organization(d.organization_id);
+  if app_public.current_organization_id() is not null and d.organization_id is distinct from app_public.current_organization_id() then
+    perform app_private.fail('Webhook delivery not found.', 'AP404');
+  end if;
+  update app_public.webhook_deliveries x set status = 'pending', next_attempt_at = at where x.id = d.id;
+  perform app_private.add_webhook_attempt_job(d.organization_id, d.id, d.webhook_endpoint_id, at);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -2900,6 +3045,115 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.record_webhook_attempt(delivery_id uuid, attempt integer, response_code integer, error text, retry_base interval, retry_window interval)
+ RETURNS text
+ LANGUAGE plpgsql
+AS $function$
+declare
+  d app_public.webhook_deliveries;
+  ok boolean := error is null and response_code between 200 and 299;
+  v_last boolean;
+  v_error text := left(coalesce(error, case when not (response_code between 200 and 299)
+                                         then format('The endpoint answered HTTP %s.', response_code) end), 2000);
+begin
+  select * into d from app_public.webhook_deliveries x where x.id = delivery_id for update;
+  if not found or d.status <> 'pending' or d.attempts <> attempt then return null; end if;
+  v_last := now() >= d.created + retry_window;
+  update app_public.webhook_deliveries x
+     set attempts = x.attempts + 1, first_attempt_at = coalesce(x.first_attempt_at, now()), last_attempt_at = now(),
+         response_code = record_webhook_attempt.response_code, last_error = v_error,
+         status = case when ok then 'succeeded' when v_last then 'failed' else 'pending' end,
+         delivered_at = case when ok then now() end,
+         next_attempt_at = case when not ok and not v_last
+           then least(now() + app_private.webhook_retry_delay(x.attempts + 1, retry_base), d.created + retry_window) end
+   where x.id = d.id
+   returning * into d;
+  update app_public.webhook_endpoints ep set failing_since = case when ok then null else coalesce(ep.failing_since, now()) end
+   where ep.id = d.webhook_endpoint_id and ep.failing_since is distinct from case when ok then null else coalesce(ep.failing_since, now()) end;
+  if d.status = 'pending' then
+    perform app_private.queue_webhook_attempt(d.id, d.next_attempt_at);
+  else
+    -- Sent by another delivery's job, perhaps: its own has nothing left to do.
+    perform graphile_worker.remove_job('webhook-delivery:' || d.id);
+  end if;
+  return d.status;
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.record_webhook_attempts(job_delivery_id uuid, outcomes jsonb, retry_base interval, retry_window interval)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  a jsonb;
+  v_failed uuid[] := '{}';
+  v_endpoint uuid;
+begin
+  for a in select * from jsonb_array_elements(outcomes) loop
+    if app_private.record_webhook_attempt((a->>'deliveryId')::uuid, (a->>'attempt')::integer,
+         (a->>'responseCode')::integer, a->>'error', retry_base, retry_window) = 'failed' then
+      v_failed := v_failed || (a->>'deliveryId')::uuid;
+    end if;
+  end loop;
+  for v_endpoint in
+    select distinct d.webhook_endpoint_id from app_public.webhook_deliveries d
+      join app_public.webhook_endpoints ep on ep.id = d.webhook_endpoint_id
+     where d.id = any (v_failed) and ep.status = 'enabled' and ep.failing_since <= d.first_attempt_at
+  loop
+    update app_public.webhook_endpoints ep
+       set status = 'disabled', disabled_reason = format('Disabled at %s: every attempt failed for %s.',
+             app_private.iso(now()), justify_interval(retry_window))
+     where ep.id = v_endpoint;
+    perform app_private.fail_pending_webhook_deliveries(v_endpoint);
+  end loop;
+  if exists (select 1 from app_public.webhook_deliveries d where d.id = job_delivery_id and d.status = 'pending'
+                and d.next_attempt_at <= now()
+                and not (d.id::text in (select x->>'deliveryId' from jsonb_array_elements(outcomes) x))) then
+    perform app_private.queue_webhook_attempt(job_delivery_id, now());
+  end if;
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.record_webhook_event(org uuid, type text, object_id uuid, object jsonb DEFAULT NULL::jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+declare
+  v_event uuid;
+  d record;
+begin
+  -- Few statements: the caller may hold a lock that others wait on until it commits (the day's counts).
+  -- Only for the organization the caller is in (the operator's and the worker's: any).
+  perform app_private.check_job_organization(org);
+  if not exists (select 1 from app_public.webhook_endpoints ep
+                  where ep.organization_id = org and ep.status = 'enabled' and record_webhook_event.type = any (ep.events)) then
+    return;
+  end if;
+  if object is null then
+    object := case split_part(record_webhook_event.type, '.', 1)
+      when 'ledger_event' then (select app_private.ledger_event_json_by_id(e.id) from app_public.ledger_events e
+                                 where e.id = object_id and e.organization_id = org)
+      when 'receipt' then (select app_private.receipt_json_by_id(r.id) from app_public.receipts r
+                            where r.id = object_id and r.organization_id = org) end;
+    if object is null then raise exception 'record_webhook_event: no % of organization % with id %', type, org, object_id; end if;
+  end if;
+  insert into app_public.webhook_events (organization_id, type, object)
+    values (org, record_webhook_event.type, object)
+    returning id into v_event;
+  for d in
+    insert into app_public.webhook_deliveries (organization_id, webhook_endpoint_id, webhook_event_id)
+      select org, ep.id, v_event from app_public.webhook_endpoints ep
+       where ep.organization_id = org and ep.status = 'enabled' and record_webhook_event.type = any (ep.events)
+       order by ep.id
+      returning id, webhook_endpoint_id, next_attempt_at
+  loop
+    perform app_private.add_webhook_attempt_job(org, d.id, d.webhook_endpoint_id, d.next_attempt_at);
+  end loop;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.release_idempotency_key(credential text, idem_key text)
  RETURNS void
  LANGUAGE sql
@@ -3082,6 +3336,7 @@ begin
     return jsonb_build_object('receiptId', v_id, 'duplicate', true);
   end if;
   perform app_private.queue_receipt_extraction(org, v_id);
+  perform app_private.record_webhook_event(org, 'receipt.received', v_id);
   return jsonb_build_object('receiptId', v_id, 'duplicate', false);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -3492,6 +3747,38 @@ begin
   update app_public.receipts x set event_id = null, linked_by = null, linked_at = null, status = new_status,
          match_status = case when new_status = 'draft' then 'pending' else 'unmatched' end, match_details = null
    where x.id = r.id;
+  -- A link removed; a receipt never linked (rejected unread, say) changes no match.
+  if r.event_id is not null then
+    perform app_private.record_webhook_event(r.organization_id, 'receipt.unmatched', r.id);
+  end if;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.update_webhook_endpoint(organization_id uuid, webhook_endpoint_id uuid, url text, events text[], description text, status text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  s jsonb := app_private.webhook_endpoint_settings(organization_id, url, events, description);
+begin
+  if status is not null and status not in ('enabled', 'disabled') then
+    perform app_private.fail('status must be one of: enabled, disabled.');
+  end if;
+  update app_public.webhook_endpoints x
+     set url = coalesce(s->>'url', x.url),
+         events = case when s->'events' = 'null'::jsonb then x.events else array(select jsonb_array_elements_text(s->'events')) end,
+         description = case when update_webhook_endpoint.description is null then x.description else s->>'description' end,
+         status = coalesce(update_webhook_endpoint.status, x.status),
+         disabled_reason = case when coalesce(update_webhook_endpoint.status, x.status) = 'enabled' then null
+                                when update_webhook_endpoint.status = 'disabled' then null else x.disabled_reason end,
+         -- Enabled again: its failures so far no longer count towards disabling it.
+         failing_since = case when update_webhook_endpoint.status = 'enabled' then null else x.failing_since end
+   where x.organization_id = update_webhook_endpoint.organization_id and x.id = webhook_endpoint_id;
+  if not found then perform app_private.fail('Webhook endpoint not found.', 'AP404'); end if;
+  if update_webhook_endpoint.status = 'disabled' then
+    perform app_private.fail_pending_webhook_deliveries(webhook_endpoint_id);
+  end if;
+  return jsonb_build_object('success', true, 'error', null, 'webhookEndpoint', app_private.webhook_endpoint_json(webhook_endpoint_id));
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -3583,6 +3870,91 @@ begin
   return greatest(public.strict_word_similarity(a, b), public.strict_word_similarity(b, a));
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.webhook_deliveries_due(delivery_id uuid, batch integer)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select jsonb_build_object('organizationId', ep.organization_id, 'webhookEndpointId', ep.id, 'url', ep.url,
+           'secretSealed', ep.secret_sealed, 'deliveries', coalesce((
+      select jsonb_agg(jsonb_build_object('deliveryId', d.id, 'attempt', d.attempts,
+               'body', jsonb_build_object('id', ev.id, 'type', ev.type, 'created', app_private.iso(ev.created),
+                 'organizationId', ev.organization_id, 'data', jsonb_build_object('object', ev.object))::text) order by d.seq)
+        from (select * from app_public.webhook_deliveries x
+               where x.webhook_endpoint_id = ep.id and x.status = 'pending' and x.next_attempt_at <= now()
+               order by x.seq limit batch) d
+        join app_public.webhook_events ev on ev.id = d.webhook_event_id), '[]'::jsonb))
+    from app_public.webhook_deliveries of
+    join app_public.webhook_endpoints ep on ep.id = of.webhook_endpoint_id
+   where of.id = delivery_id and ep.status = 'enabled'
+$function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.webhook_delivery_json(d app_public.webhook_deliveries, event_type text)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select jsonb_build_object('id', d.id, 'webhookEndpointId', d.webhook_endpoint_id, 'eventId', d.webhook_event_id,
+     'eventType', event_type, 'status', d.status, 'attempts', d.attempts, 'responseCode', d.response_code,
+     'lastError', d.last_error, 'lastAttemptAt', app_private.iso(d.last_attempt_at),
+     'nextAttemptAt', app_private.iso(d.next_attempt_at), 'deliveredAt', app_private.iso(d.delivered_at),
+     'created', app_private.iso(d.created)) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.webhook_endpoint_json(webhook_endpoint_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select jsonb_build_object('id', ep.id, 'url', ep.url, 'events', to_jsonb(ep.events), 'description', ep.description,
+     'status', ep.status, 'disabledReason', ep.disabled_reason, 'created', app_private.iso(ep.created))
+     from app_public.webhook_endpoints ep where ep.id = webhook_endpoint_id $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.webhook_endpoint_settings(organization_id uuid, url text, events text[], description text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  -- The scheme as the URL parser writes it (lower case), which the table's check expects.
+  v_url text := regexp_replace(app_private.clean_text(url), '^[Hh][Tt][Tt][Pp]([Ss]?)://', 'http\1://');
+  v_events text[];
+  v_unknown text;
+  v_description text := app_private.clean_text(description);
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  if v_url is not null and (v_url !~* '^https?://' or length(v_url) > 2048) then
+    perform app_private.fail('url must be an https URL of at most 2048 characters.');
+  end if;
+  if events is not null then
+    select array_agg(distinct btrim(e) order by btrim(e)) into v_events from unnest(events) e;
+    if v_events is null then perform app_private.fail('events must name at least one event type.'); end if;
+    select e into v_unknown from unnest(v_events) e where not (e = any (app_private.webhook_event_types())) limit 1;
+    if v_unknown is not null then
+      perform app_private.fail(format('events: unknown event type %s; known: %s.', v_unknown,
+        array_to_string(app_private.webhook_event_types(), ', ')));
+    end if;
+  end if;
+  if length(v_description) > 500 then perform app_private.fail('description must be at most 500 characters.'); end if;
+  return jsonb_build_object('url', v_url, 'events', to_jsonb(v_events), 'description', v_description);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.webhook_event_types()
+ RETURNS text[]
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select array['ledger_event.created', 'ledger_event.confirmed', 'ledger_event.rejected', 'bank_import.completed',
+                'processor_import.completed', 'receipt.received', 'receipt.matched', 'receipt.unmatched'] $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.webhook_retry_delay(attempts integer, base interval)
+ RETURNS interval
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select least(base * power(4, least(greatest(attempts - 1, 0), 16))::float8, interval '12 hours') $function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_public.account_balances(organization_id uuid)
  RETURNS jsonb
@@ -3749,6 +4121,7 @@ begin
   if coalesce(e.tax_amount, 0) > 0 then perform app_private.check_tax_account(e.tax_account_id); end if;
   if coalesce(e.tax_amount, 0) >= e.functional_amount then perform app_private.fail('Tax amount must be less than the amount.'); end if;
   select p.entry_id into v_entry from app_private.post_journal_entries(array[e.id]) p;
+  perform app_private.record_webhook_event(organization_id, 'ledger_event.confirmed', e.id);
   return jsonb_build_object('success', true, 'error', null, 'eventId', e.id, 'journalEntryId', v_entry);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -3903,6 +4276,7 @@ begin
       o.functional_currency, v_date, v_category, payment_account_id
       from app_public.organizations o where o.id = create_ledger_event.organization_id
     returning id into v_id;
+  perform app_private.record_webhook_event(organization_id, 'ledger_event.created', v_id);
   return jsonb_build_object('success', true, 'error', null, 'eventId', v_id);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -4016,6 +4390,19 @@ begin
   update app_public.intake_addresses x set active = false, deleted_at = now()
    where x.organization_id = delete_intake_address.organization_id and x.id = intake_address_id and x.active;
   if not found then perform app_private.fail('Intake address not found.', 'AP404'); end if;
+  return jsonb_build_object('success', true, 'error', null);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.delete_webhook_endpoint(organization_id uuid, webhook_endpoint_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  delete from app_public.webhook_endpoints x
+   where x.organization_id = delete_webhook_endpoint.organization_id and x.id = webhook_endpoint_id;
+  if not found then perform app_private.fail('Webhook endpoint not found.', 'AP404'); end if;
   return jsonb_build_object('success', true, 'error', null);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -4536,6 +4923,51 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.list_webhook_deliveries(organization_id uuid, webhook_endpoint_id uuid, status text DEFAULT NULL::text, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  lim integer := app_private.page_size("limit");
+  off integer := app_private.page_offset("offset");
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  if status is not null and status not in ('pending', 'succeeded', 'failed') then
+    perform app_private.fail('status must be one of: pending, succeeded, failed.');
+  end if;
+  if not exists (select 1 from app_public.webhook_endpoints x
+                  where x.organization_id = list_webhook_deliveries.organization_id and x.id = webhook_endpoint_id) then
+    perform app_private.fail('Webhook endpoint not found.', 'AP404');
+  end if;
+  return (
+    with f as (
+      select d from app_public.webhook_deliveries d
+       where d.webhook_endpoint_id = list_webhook_deliveries.webhook_endpoint_id
+         and (list_webhook_deliveries.status is null or d.status = list_webhook_deliveries.status)
+    ), page as (
+      select f.d, row_number() over (order by (f.d).seq desc) as rn
+        from f order by (f.d).seq desc limit lim offset off
+    )
+    select jsonb_build_object(
+      'items', coalesce((select jsonb_agg(app_private.webhook_delivery_json(page.d, ev.type) order by page.rn)
+                           from page join app_public.webhook_events ev on ev.id = (page.d).webhook_event_id), '[]'::jsonb),
+      'totalCount', (select count(*) from f), 'pageSize', lim, 'offset', off));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.list_webhook_endpoints(organization_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  return coalesce((select jsonb_agg(app_private.webhook_endpoint_json(x.id) order by x.created, x.id)
+    from app_public.webhook_endpoints x where x.organization_id = list_webhook_endpoints.organization_id), '[]'::jsonb);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.my_organizations()
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -4606,6 +5038,27 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.redeliver_webhook(organization_id uuid, webhook_delivery_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  d app_public.webhook_deliveries;
+  v_status text;
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  select * into d from app_public.webhook_deliveries x
+   where x.organization_id = redeliver_webhook.organization_id and x.id = webhook_delivery_id;
+  if not found then perform app_private.fail('Webhook delivery not found.', 'AP404'); end if;
+  select ep.status into v_status from app_public.webhook_endpoints ep where ep.id = d.webhook_endpoint_id;
+  if v_status <> 'enabled' then perform app_private.fail('The webhook endpoint is disabled: enable it first.'); end if;
+  perform app_private.queue_webhook_attempt(d.id, now());
+  select * into d from app_public.webhook_deliveries x where x.id = webhook_delivery_id;
+  return jsonb_build_object('success', true, 'error', null, 'delivery', app_private.webhook_delivery_json(d,
+    (select ev.type from app_public.webhook_events ev where ev.id = d.webhook_event_id)));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.reject_ledger_event(organization_id uuid, event_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -4623,6 +5076,7 @@ begin
     update app_public.journal_entries j set voided_at = now() where j.id = e.journal_entry_id and j.voided_at is null;
   end if;
   update app_public.ledger_events x set status = 'ignored' where x.id = e.id;
+  perform app_private.record_webhook_event(organization_id, 'ledger_event.rejected', e.id);
   return jsonb_build_object('success', true, 'error', null, 'eventId', e.id);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -5055,6 +5509,8 @@ CREATE TRIGGER _500_has_document AFTER INSERT OR DELETE OR UPDATE OF event_id ON
 
 CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.users FOR EACH ROW WHEN (((NOT (new.email IS NFC NORMALIZED)) OR (NOT (new.name IS NFC NORMALIZED)))) EXECUTE FUNCTION app_private.tg__nfc('email', 'name');
 
+CREATE TRIGGER _100_touch_updated BEFORE UPDATE ON app_public.webhook_endpoints FOR EACH ROW EXECUTE FUNCTION app_private.tg__touch_updated();
+
 policy account_daily_totals_tenant on app_public.account_daily_totals for all to public
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
@@ -5146,5 +5602,17 @@ policy users_visible on app_public.users for select to public
   using ((id = app_public.current_user_id()) OR (id IN ( SELECT m.user_id
    FROM app_public.memberships m
   WHERE (m.organization_id = app_public.current_organization_id()))));
+
+policy webhook_deliveries_tenant on app_public.webhook_deliveries for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy webhook_endpoints_tenant on app_public.webhook_endpoints for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy webhook_events_tenant on app_public.webhook_events for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
 
 default privileges of <owner> in every schema on functions: <owner>: EXECUTE
