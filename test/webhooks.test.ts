@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { run, type Runner } from "graphile-worker";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Config } from "../src/config.js";
 import { createStorage } from "../src/storage/index.js";
@@ -45,6 +46,37 @@ async function startReceiver(answer: (event: any, n: number) => number = () => 2
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
   return { received, url, close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }) };
+}
+
+/** `work` with a receiver that is closed afterwards, whatever happens. */
+async function withReceiver(answer: Parameters<typeof startReceiver>[0], work: (receiver: Awaited<ReturnType<typeof startReceiver>>) => Promise<void>) {
+  const receiver = await startReceiver(answer);
+  try {
+    await work(receiver);
+  } finally {
+    await receiver.close();
+  }
+}
+
+/**
+ * `sql` run as the API runs a request of tenant `t`'s API key, in a transaction that is rolled
+ * back; `check` sees the connection before the rollback. Returns "done", or the error's message.
+ */
+async function asApiCaller(sql: string, params: unknown[], check: (client: pg.PoolClient) => Promise<void> = async () => {}) {
+  const client = await h.auth.connect();
+  try {
+    await client.query("begin");
+    await client.query("select set_config('role', 'accounting_visitor', true), set_config('app.api_key_id', $1, true), set_config('app.organization_id', $2, true)",
+      [t.apiKeyId, t.organizationId]);
+    await client.query(sql, params);
+    await check(client);
+    return "done";
+  } catch (e) {
+    return (e as Error).message;
+  } finally {
+    await client.query("rollback");
+    client.release();
+  }
 }
 
 /** What a receiver does with the header: the signature over "<t>.<raw body>", compared in constant time. */
@@ -169,8 +201,7 @@ describe("refused destinations (resolver stubbed: no packet is sent)", () => {
 
 describe("deliveries", () => {
   it("posts ledger_event.confirmed after a confirm, signed with the endpoint's secret", async () => {
-    const receiver = await startReceiver();
-    try {
+    await withReceiver(undefined, async (receiver) => {
       const { secret, webhookEndpoint } = await createEndpoint(receiver.url, ["ledger_event.confirmed"]);
       const id = await stagedEvent();
       expect((await call(h, t, CONFIRM, { eventId: id }, "confirmLedgerEvent")).success).toBe(true);
@@ -185,14 +216,11 @@ describe("deliveries", () => {
       const log = dataOf(await h.gql(DELIVERIES, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt), "listWebhookDeliveries");
       expect(log.items).toMatchObject([{ eventId: got.event.id, eventType: "ledger_event.confirmed", status: "succeeded", attempts: 1, responseCode: 200, lastError: null, nextAttemptAt: null }]);
       await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
-    } finally {
-      await receiver.close();
-    }
+    });
   });
 
   it("retries a receiver that answers 500 twice, then 200: three posts of the same event id, logged", async () => {
-    const receiver = await startReceiver((_event, n) => (n <= 2 ? 500 : 200));
-    try {
+    await withReceiver((_event, n) => (n <= 2 ? 500 : 200), async (receiver) => {
       const { webhookEndpoint } = await createEndpoint(receiver.url, ["ledger_event.rejected"]);
       const id = await createEvent(h, t, {});
       expect((await call(h, t, `mutation($org: UUID!, $eventId: UUID!) { rejectLedgerEvent(organizationId: $org, eventId: $eventId) { success } }`,
@@ -211,31 +239,19 @@ describe("deliveries", () => {
       await until(() => receiver.received.length, (n) => n >= 4);
       expect(receiver.received[3].event.id).toBe(ids[0]);
       await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
-    } finally {
-      await receiver.close();
-    }
+    });
   });
 
   it("sends nothing for a rolled-back change, or a refused one", async () => {
-    const receiver = await startReceiver();
-    try {
+    await withReceiver(undefined, async (receiver) => {
       const { webhookEndpoint } = await createEndpoint(receiver.url, ["ledger_event.confirmed", "ledger_event.created"]);
       const id = await stagedEvent("Rolled Back Ltd");
       await until(() => receiver.received.length, (n) => n >= 1);
-      const client = await h.auth.connect();
-      try {
-        // The confirm the mutation runs, as the API runs it, then rolled back.
-        await client.query("begin");
-        await client.query("select set_config('role', 'accounting_visitor', true), set_config('app.api_key_id', $1, true), set_config('app.organization_id', $2, true)",
-          [t.apiKeyId, t.organizationId]);
-        const { rows: [{ r }] } = await client.query("select app_public.confirm_ledger_event($1, $2) as r", [t.organizationId, id]);
-        expect(r.success).toBe(true);
+      // The confirm the mutation runs, as the API runs it, then rolled back.
+      expect(await asApiCaller("select app_public.confirm_ledger_event($1, $2)", [t.organizationId, id], async (client) => {
         const made = await client.query("select count(*)::int n from app_public.webhook_events where type = 'ledger_event.confirmed' and object->>'id' = $1", [id]);
         expect(made.rows).toEqual([{ n: 1 }]);
-      } finally {
-        await client.query("rollback");
-        client.release();
-      }
+      })).toBe("done");
       // Refused: an unclassified event cannot be confirmed.
       const bare = await createEvent(h, t, { merchantName: "Unclassified" });
       expect((await call(h, t, CONFIRM, { eventId: bare }, "confirmLedgerEvent")).success).toBe(false);
@@ -247,15 +263,12 @@ describe("deliveries", () => {
         where d.webhook_endpoint_id = $1`, [webhookEndpoint.id]);
       expect(rows).toEqual([{ type: "ledger_event.created" }, { type: "ledger_event.created" }]);
       await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
-    } finally {
-      await receiver.close();
-    }
+    });
   });
 
   it("sends events in the order they were made; one that keeps failing holds back none behind it", async () => {
     let stuck = "";
-    const receiver = await startReceiver((event) => (event.data.object.merchantName === "Stuck" ? 503 : 200));
-    try {
+    await withReceiver((event) => (event.data.object.merchantName === "Stuck" ? 503 : 200), async (receiver) => {
       const { webhookEndpoint } = await createEndpoint(receiver.url, ["ledger_event.created"]);
       stuck = await createEvent(h, t, { merchantName: "Stuck" });
       const names = ["One", "Two", "Three", "Four", "Five"];
@@ -269,14 +282,11 @@ describe("deliveries", () => {
       expect(pending.items[0]).toMatchObject({ status: "pending", responseCode: 503, lastError: "The endpoint answered HTTP 503." });
       expect(pending.items[0].nextAttemptAt).not.toBeNull();
       await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
-    } finally {
-      await receiver.close();
-    }
+    });
   });
 
   it("sends one bank_import.completed for an import, and receipt events", async () => {
-    const receiver = await startReceiver();
-    try {
+    await withReceiver(undefined, async (receiver) => {
       const { webhookEndpoint } = await createEndpoint(receiver.url, ["bank_import.completed", "ledger_event.created", "receipt.received"]);
       const imported = await importBankLines(h, t, [
         { transactionDate: "2026-04-01", description: "COFFEE SHOP 12", amount: "-4.50", eventType: "expense" },
@@ -291,43 +301,25 @@ describe("deliveries", () => {
       expect(receiver.received[0].event.data.object).toMatchObject({ importedCount: 3, skippedCount: 0 });
       expect(receiver.received[1].event.data.object).toMatchObject({ filename: "x.pdf", status: "draft" });
       await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
-    } finally {
-      await receiver.close();
-    }
+    });
   });
 
   it("records events only for the caller's organization, of its own objects", async () => {
     const other = await createTenant(h);
-    const client = await h.auth.connect();
-    const asCaller = async (sql: string, params: unknown[]) => {
-      await client.query("begin");
-      try {
-        await client.query("select set_config('role', 'accounting_visitor', true), set_config('app.api_key_id', $1, true), set_config('app.organization_id', $2, true)",
-          [t.apiKeyId, t.organizationId]);
-        await client.query(sql, params);
-        return "done";
-      } catch (e) {
-        return (e as Error).message;
-      } finally {
-        await client.query("rollback");
-      }
-    };
-    try {
+    {
       const { webhookEndpoint } = await createEndpoint("http://127.0.0.1:9/never", ["ledger_event.created"]);
       const { webhookEndpoint: theirEndpoint } = await createEndpoint("http://127.0.0.1:9/never", ["ledger_event.created"], other);
       const theirs = await createEvent(h, other, { merchantName: "Not Yours" });
-      expect(await asCaller("select app_private.record_webhook_event($1, 'ledger_event.created', $2)", [other.organizationId, theirs]))
+      expect(await asApiCaller("select app_private.record_webhook_event($1, 'ledger_event.created', $2)", [other.organizationId, theirs]))
         .toBe("Organization Not Found.");
-      expect(await asCaller("select app_private.record_webhook_event($1, 'ledger_event.created', $2)", [t.organizationId, theirs]))
+      expect(await asApiCaller("select app_private.record_webhook_event($1, 'ledger_event.created', $2)", [t.organizationId, theirs]))
         .toMatch(/^record_webhook_event: no ledger_event.created of organization/);
       const { rows: [d] } = await h.owner.query("select id from app_public.webhook_deliveries where organization_id = $1 limit 1", [other.organizationId]);
-      expect(await asCaller("select app_private.queue_webhook_attempt($1, now())", [d.id])).toBe("Organization Not Found.");
+      expect(await asApiCaller("select app_private.queue_webhook_attempt($1, now())", [d.id])).toBe("Organization Not Found.");
       // Disabled by hand: its pending deliveries fail.
       dataOf(await h.gql(UPDATE, { o: other.organizationId, id: theirEndpoint.id, status: "disabled" }, other.ownerJwt), "updateWebhookEndpoint");
       expect(await count(h, "select 1 from app_public.webhook_deliveries where webhook_endpoint_id = $1 and status = 'pending'", [theirEndpoint.id])).toBe(0);
       await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
-    } finally {
-      client.release();
     }
     // However many attempts a delivery has had, its next wait is at most 12 hours.
     const { rows: [w] } = await h.owner.query("select app_private.webhook_retry_delay(500, interval '1 minute')::text as wait");
