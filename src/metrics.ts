@@ -6,7 +6,14 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
  * from a closed set (operation names of the schema, a handful of outcomes), never caller input.
  */
 export const registry = new Registry();
-collectDefaultMetrics({ register: registry, prefix: "accounting_" });
+
+let processMetrics = false;
+/** prom-client's process metrics (CPU, memory, event loop lag): only where /metrics is served, since they cost each process a little. */
+export function startProcessMetrics(): void {
+  if (processMetrics) return;
+  processMetrics = true;
+  collectDefaultMetrics({ register: registry, prefix: "accounting_" });
+}
 
 export const graphqlRequests = new Counter({
   name: "accounting_graphql_requests_total",

@@ -1,7 +1,7 @@
 import { timingSafeEqual, createHash } from "node:crypto";
 import pg from "pg";
 import { logger } from "../logger.js";
-import { jobAttempts, jobFiguresRead, jobsFailing, jobsQueued, poolConnections, registry, webhookDeliveries, webhookDeliveriesPending } from "../metrics.js";
+import { jobAttempts, jobFiguresRead, jobsFailing, jobsQueued, poolConnections, registry, startProcessMetrics, webhookDeliveries, webhookDeliveriesPending } from "../metrics.js";
 import { errorBody } from "./errors.js";
 import { headerOf, sendJson, type HttpRequest, type HttpResponse, type Next } from "./node-http.js";
 
@@ -23,6 +23,7 @@ const resetJobFigures = () => {
 
 export function metricsRoute(token: string | undefined, pools: { owner: pg.Pool; auth: pg.Pool }) {
   const expected = token && createHash("sha256").update(`Bearer ${token}`).digest();
+  if (token) startProcessMetrics();
   let scrapePool: pg.Pool | undefined;
   let reading: Promise<void> | undefined;
   const readJobFigures = async () => {
