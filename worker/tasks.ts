@@ -7,7 +7,7 @@ import { EXTRACT_RECEIPT_TASK, extractReceiptPayload, MATCH_RECEIPTS_TASK, match
 import { QUEUE_SOURCE_SCANS_TASK, queueDueSourceScans, runSourceScan, SCAN_CLOUD_DRIVE_TASK, SCAN_MAILBOX_TASK, sourceScanPayload } from "../src/sources/jobs.js";
 import { jobPool, recordedJob } from "./job-results.js";
 import { DELIVER_WEBHOOK_TASK, runWebhookDeliveries, webhookDeliveryPayload } from "../src/webhooks/deliver.js";
-import { sealedBox } from "../src/secrets/sealed-box.js";
+import { sealedBox, type SealedBox } from "../src/secrets/sealed-box.js";
 import { REBUILD_DAILY_TOTALS_TASK, REEXTRACT_RECEIPTS_TASK, rebuildDailyTotals, reextractReceipts } from "../src/operator-jobs/tasks.js";
 
 /**
@@ -19,6 +19,8 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
   let configured: Config | undefined;
   const jobStorage = () => (made ??= storage());
   const jobConfig = () => (configured ??= config());
+  let secrets: SealedBox | undefined;
+  const jobSecrets = () => (secrets ??= sealedBox(jobConfig().secretsKey));
   const scan = (payload: unknown, helpers: JobHelpers) =>
     runSourceScan({ owner: jobPool(helpers), storage: jobStorage(), config: jobConfig() }, sourceScanPayload(payload));
   return {
@@ -73,8 +75,7 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
     async [DELIVER_WEBHOOK_TASK](payload, helpers) {
       const p = webhookDeliveryPayload(payload);
       if (!p) return helpers.logger.error(`${DELIVER_WEBHOOK_TASK}: the payload needs organizationId and deliveryId (UUIDs); not retried.`);
-      const config = jobConfig();
-      await runWebhookDeliveries({ owner: jobPool(helpers), config, secrets: sealedBox(config.secretsKey) }, p);
+      await runWebhookDeliveries({ owner: jobPool(helpers), config: jobConfig(), secrets: jobSecrets() }, p);
     },
 
     // Queued after extraction, and when an organization's events change while receipts wait.

@@ -5,7 +5,7 @@ import type pg from "pg";
 import type { Config } from "../config.js";
 import { OutboundRefused, outboundOf, type OutboundOptions } from "../outbound/guard.js";
 import { webhookSecretContext, type SealedBox } from "../secrets/sealed-box.js";
-import { checkWebhookUrl } from "./endpoint-url.js";
+import { checkWebhookUrl, type CheckedUrl } from "./endpoint-url.js";
 import { SIGNATURE_HEADER, signatureOf } from "./signature.js";
 
 /** The worker's task: the due deliveries of one endpoint (queued by migrations/fixtures/webhooks/). */
@@ -52,20 +52,21 @@ const BATCH_TIME_MS = 20_000;
  * The endpoint's deliveries that are due, from the job of one of them: each body the database
  * made is signed and posted, oldest event first, one at a time; what came back is recorded by
  * app_private.record_webhook_attempts, which schedules retries, ends deliveries, disables an
- * endpoint that kept failing and removes the
- * jobs of those sent here. Returns how many were posted.
+ * endpoint that kept failing and removes the jobs of those sent here. Returns how many were posted.
  */
 export async function runWebhookDeliveries(deps: WebhookDeliveryDeps, p: WebhookDeliveryPayload): Promise<number> {
   const { rows: [{ due }] } = await deps.owner.query<{ due: DueDeliveries | null }>(
     "select app_private.webhook_deliveries_due($1, $2) as due", [p.deliveryId, BATCH]);
   if (!due || due.organizationId !== p.organizationId || due.deliveries.length === 0) return 0;
   const secret = deps.secrets.open(due.secretSealed, webhookSecretContext(due.organizationId, due.webhookEndpointId));
-  const outbound = outboundOf(deps.config);
+  // The URL is checked once a batch: every post of it goes to the address checked.
+  const target = await deliveryTarget(due.url, outboundOf(deps.config));
   const started = Date.now();
   const attempts: (AttemptOutcome & { deliveryId: string; attempt: number })[] = [];
   for (const d of due.deliveries) {
     if (Date.now() - started > BATCH_TIME_MS) break;
-    attempts.push({ deliveryId: d.deliveryId, attempt: d.attempt, ...await postSigned(due.url, d.body, secret, outbound) });
+    const outcome = "error" in target ? target : await postTo(target, d.body, secret);
+    attempts.push({ deliveryId: d.deliveryId, attempt: d.attempt, ...outcome });
   }
   await deps.owner.query("select app_private.record_webhook_attempts($1, $2, make_interval(secs => $3), make_interval(secs => $4))",
     [p.deliveryId, JSON.stringify(attempts), deps.config.webhookRetrySeconds, deps.config.webhookRetryWindowSeconds]);
@@ -75,18 +76,27 @@ export async function runWebhookDeliveries(deps: WebhookDeliveryDeps, p: Webhook
 // Connections are kept for the next delivery to the same address (the address was checked).
 const agents = { "http:": new http.Agent({ keepAlive: true, maxSockets: 8 }), "https:": new https.Agent({ keepAlive: true, maxSockets: 8 }) };
 
-/**
- * POSTs `body` to `url` at the address the outbound guard checked (never resolving the name
- * again), signed with `secret`. A redirect is an answer like any other non-2xx: not followed.
- */
-export async function postSigned(url: string, body: string, secret: string, outbound: OutboundOptions): Promise<AttemptOutcome> {
-  let checked;
+/** Where a webhook URL may be posted to now (checkWebhookUrl), or why not, as an attempt's outcome. */
+async function deliveryTarget(url: string, outbound: OutboundOptions): Promise<CheckedUrl | AttemptOutcome & { error: string }> {
   try {
-    checked = await checkWebhookUrl(url, outbound);
+    return await checkWebhookUrl(url, outbound);
   } catch (e) {
     if (e instanceof OutboundRefused) return { responseCode: null, error: e.message };
     throw e;
   }
+}
+
+/** One POST to `url`, checked by the outbound guard first. */
+export async function postSigned(url: string, body: string, secret: string, outbound: OutboundOptions): Promise<AttemptOutcome> {
+  const target = await deliveryTarget(url, outbound);
+  return "error" in target ? target : postTo(target, body, secret);
+}
+
+/**
+ * POSTs `body` to the address the outbound guard checked (never resolving the name again),
+ * signed with `secret`. A redirect is an answer like any other non-2xx: not followed.
+ */
+function postTo(checked: CheckedUrl, body: string, secret: string): Promise<AttemptOutcome> {
   const { url: target, address } = checked;
   const isHttps = target.protocol === "https:";
   const payload = Buffer.from(body, "utf8");
