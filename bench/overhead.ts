@@ -19,7 +19,42 @@ const DB = "accounting_bench_overhead";
 const EVENT = "id eventType direction merchantName functionalAmount functionalCurrency transactionDate status memo hasDocument " +
   "category { id name } paymentAccount { id name } taxAmount taxCode journalEntry { id txnDate totalAmount } receipts { id filename } created updated";
 
-interface Case { name: string; query: string; variables: Record<string, unknown>; bare: Omit<BareOperation, "selection">; selection: string }
+export interface Case { name: string; query: string; variables: Record<string, unknown>; bare: Omit<BareOperation, "selection">; selection: string }
+
+/** The benchmark's requests on organization `org`, whose event `eventId` has a journal entry. */
+export function overheadCases(org: string, eventId: string): Case[] {
+  const list = (limit: number): Case => ({
+    name: `listLedgerEvents (${limit} items)`,
+    query: `query($org: UUID!, $limit: Int) { listLedgerEvents(organizationId: $org, limit: $limit) { items { ${EVENT} } totalCount pageSize offset } }`,
+    variables: { org, limit },
+    bare: { field: "listLedgerEvents", sql: `app_public.list_ledger_events(organization_id => $1, "limit" => $2)`, args: ["org", "limit"] },
+    selection: `items { ${EVENT} } totalCount pageSize offset`,
+  });
+  return [
+    { name: "myOrganizations", query: "{ myOrganizations { id name } }", variables: {},
+      bare: { field: "myOrganizations", sql: "app_public.my_organizations()", args: [] }, selection: "id name" },
+    { name: "getLedgerEvent", query: `query($org: UUID!, $id: UUID!) { getLedgerEvent(organizationId: $org, eventId: $id) { ${EVENT} } }`,
+      variables: { org, id: eventId },
+      bare: { field: "getLedgerEvent", sql: "app_public.get_ledger_event(organization_id => $1, event_id => $2)", args: ["org", "id"] }, selection: EVENT },
+    list(25),
+    list(200),
+  ];
+}
+
+/** The overhead database's organization, an API key of it, and an event of it with a journal entry. */
+export async function overheadFixture(dbUrl: string, keyName: string): Promise<{ org: string; secret: string; eventId: string }> {
+  const owner = new pg.Pool({ connectionString: dbUrl, max: 1 });
+  try {
+    const { rows: [o] } = await owner.query("select id from app_public.organizations where name = 'Bench Overhead'");
+    if (!o) throw new Error("no overhead database: run `npm run bench -- overhead` first");
+    const { rows: [{ key }] } = await owner.query("select app_private.create_api_key($1, $2) as key", [o.id, keyName]);
+    const { rows: [{ id }] } = await owner.query(
+      "select id from app_public.ledger_events where organization_id = $1 and journal_entry_id is not null order by md5(id::text) limit 1", [o.id]);
+    return { org: o.id, secret: key.secret, eventId: id };
+  } finally {
+    await owner.end();
+  }
+}
 
 export async function run(args: string[]) {
   const option = (name: string, fallback: number) => (args.includes(name) ? Number(args[args.indexOf(name) + 1]) : fallback);
@@ -34,35 +69,18 @@ export async function run(args: string[]) {
     org = await generateLedger(owner, dbUrl, "Bench Overhead", events);
   }
   const { rows: [{ n }] } = await owner.query("select count(*)::int n from app_public.ledger_events where organization_id = $1", [org]);
-  const { rows: [{ key }] } = await owner.query("select app_private.create_api_key($1, 'bench') as key", [org]);
-  const { rows: [{ id: eventId }] } = await owner.query(
-    "select id from app_public.ledger_events where organization_id = $1 and journal_entry_id is not null order by md5(id::text) limit 1", [org]);
   await owner.end();
+  const { secret, eventId } = await overheadFixture(dbUrl, "bench");
   console.log(`data: ${n.toLocaleString("en-US")} events in one organization`);
 
-  const list = (limit: number): Case => ({
-    name: `listLedgerEvents (${limit} items)`,
-    query: `query($org: UUID!, $limit: Int) { listLedgerEvents(organizationId: $org, limit: $limit) { items { ${EVENT} } totalCount pageSize offset } }`,
-    variables: { org, limit },
-    bare: { field: "listLedgerEvents", sql: `app_public.list_ledger_events(organization_id => $1, "limit" => $2)`, args: ["org", "limit"] },
-    selection: `items { ${EVENT} } totalCount pageSize offset`,
-  });
-  const cases: Case[] = [
-    { name: "myOrganizations", query: "{ myOrganizations { id name } }", variables: {},
-      bare: { field: "myOrganizations", sql: "app_public.my_organizations()", args: [] }, selection: "id name" },
-    { name: "getLedgerEvent", query: `query($org: UUID!, $id: UUID!) { getLedgerEvent(organizationId: $org, eventId: $id) { ${EVENT} } }`,
-      variables: { org, id: eventId },
-      bare: { field: "getLedgerEvent", sql: "app_public.get_ledger_event(organization_id => $1, event_id => $2)", args: ["org", "id"] }, selection: EVENT },
-    list(25),
-    list(200),
-  ];
+  const cases = overheadCases(org, eventId);
   const operations: [string, BareOperation][] = cases.map((c) => [c.query, { ...c.bare, selection: selectionOf(c.selection) }]);
 
   const env = { RATE_LIMIT_PER_HOUR: "100000000" };
   const graphql = await startServer(dbUrl, env);
   const bare = await startBare(authenticatorUrl(dbUrl, AUTHENTICATOR_PASSWORD), operations, env);
   const servers = { graphql: { url: graphql.url, pid: graphql.child.pid! }, bare };
-  const auth = { authorization: `Bearer ${key.secret}` };
+  const auth = { authorization: `Bearer ${secret}` };
   try {
     // The same answers, or the comparison means nothing.
     for (const c of cases) {

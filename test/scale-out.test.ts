@@ -214,8 +214,11 @@ describe("two API processes and two workers on one database", () => {
       expect(results.every((r) => r.attempt === 1 && r.status === "succeeded")).toBe(true);
       expect(results[0].result).toEqual({ matched: 0, unmatched: 0 });
 
-      // Which process ran which job, from each worker's own log: every job in exactly one of them.
-      const ranBy = workers.map((w) => new Set([...w.logs().matchAll(/Completed task (\d+) \(match_receipts\b/g)].map((m) => m[1])));
+      // Which process ran which job, from each worker's own log (written within a quarter of a
+      // second): every job in exactly one of them.
+      const ranOf = () => workers.map((w) => new Set([...w.logs().matchAll(/Completed task (\d+) \(match_receipts\b/g)].map((m) => m[1])));
+      await until("every job in the logs", async () => ranOf().reduce((n, s) => n + s.size, 0) >= JOBS);
+      const ranBy = ranOf();
       expect(ranBy[0].size).toBeGreaterThanOrEqual(2);
       expect(ranBy[1].size).toBeGreaterThanOrEqual(2);
       expect(ranBy[0].size + ranBy[1].size).toBe(JOBS);
