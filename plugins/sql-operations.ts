@@ -4,6 +4,7 @@ import { context, list, sideEffect, type FieldInfo } from "postgraphile/grafast"
 import { Kind, getNamedType, isObjectType, type DocumentNode, type GraphQLField } from "postgraphile/graphql";
 import { extendSchema } from "postgraphile/utils";
 import { callerFailure } from "../src/db/sql-errors.js";
+import { sqlLiteral, type RequestWithPgClient } from "../src/graphql/connection-share.js";
 import type { OutboundCallContext } from "../src/outbound/call-context.js";
 
 /**
@@ -68,18 +69,33 @@ export function operationOf(fieldName: string, field: GraphQLField<unknown, unkn
   };
 }
 
-/** `select fn(a => $1, b => $2)`, leaving out absent arguments so SQL defaults apply. */
-function sqlCall(op: Operation, values: Record<string, unknown>): { text: string; values: unknown[] } {
-  const params: unknown[] = [];
+/**
+ * `select fn(a => <a>, b => <b>) as result`, leaving out absent arguments so SQL defaults apply;
+ * each value as `placeholder` writes it (an object as its JSON).
+ */
+function callOf(op: Operation, values: Record<string, unknown>, placeholder: (value: string | number | boolean, n: number) => string): string {
   const named: string[] = [];
   for (const arg of op.args) {
     const value = values[arg];
     if (value === undefined || value === null) continue;
-    params.push(typeof value === "object" ? JSON.stringify(value) : value);
-    named.push(`"${sqlParameterOf(arg)}" => $${params.length}`); // quoted: `limit` and `offset` are reserved words
+    const param = typeof value === "object" ? JSON.stringify(value) : (value as string | number | boolean);
+    named.push(`"${sqlParameterOf(arg)}" => ${placeholder(param, named.length + 1)}`); // quoted: `limit` and `offset` are reserved words
   }
-  return { text: `select ${op.sqlFunction}(${named.join(", ")}) as result`, values: params };
+  return `select ${op.sqlFunction}(${named.join(", ")}) as result`;
 }
+
+/** The call with its values as parameters $1, $2 … */
+function sqlCall(op: Operation, values: Record<string, unknown>): { text: string; values: unknown[] } {
+  const params: unknown[] = [];
+  const text = callOf(op, values, (value, n) => {
+    params.push(value);
+    return `$${n}`;
+  });
+  return { text, values: params };
+}
+
+/** The call with its values as literals, for a statement sent in one round trip (RequestWithPgClient.statement). */
+export const sqlCallText = (op: Operation, values: Record<string, unknown>): string => callOf(op, values, sqlLiteral);
 
 /** A root field's SQL function called on the request's client: the result type's shape as JSON. */
 export const runOperation = async (client: PgClient, op: Operation, args: Record<string, unknown>) =>
@@ -89,7 +105,7 @@ export const runOperation = async (client: PgClient, op: Operation, args: Record
 export type Failure = { success: false; error: string };
 export const isFailure = (r: unknown): r is Failure => (r as Failure | null)?.success === false;
 
-type RequestDb = { withPgClient: WithPgClient; pgSettings: Record<string, string> };
+type RequestDb = { withPgClient: WithPgClient | RequestWithPgClient<any>; pgSettings: Record<string, string> };
 
 /**
  * One statement in its own transaction of the request, as the caller; its single column `result`
@@ -97,9 +113,14 @@ type RequestDb = { withPgClient: WithPgClient; pgSettings: Record<string, string
  * out, waiting for a connection included) is `{success: false, error}` unless `failuresAsErrors`;
  * a failed statement rolls the transaction back, so nothing is written.
  */
-export async function callAsCaller(db: RequestDb, text: string, values: unknown[], failuresAsErrors = false): Promise<unknown> {
+export function callAsCaller(db: RequestDb, text: string, values: unknown[], failuresAsErrors = false): Promise<unknown> {
+  return asCaller((db.withPgClient as WithPgClient)(db.pgSettings, async (client) => (await client.query<{ result: unknown }>({ text, values })).rows[0].result),
+    failuresAsErrors);
+}
+
+async function asCaller(call: Promise<unknown>, failuresAsErrors: boolean): Promise<unknown> {
   try {
-    return await db.withPgClient(db.pgSettings, async (client) => (await client.query<{ result: unknown }>({ text, values })).rows[0].result);
+    return await call;
   } catch (e) {
     const failure = callerFailure(e);
     if (!failuresAsErrors && failure?.business) return { success: false, error: failure.message };
@@ -107,8 +128,14 @@ export async function callAsCaller(db: RequestDb, text: string, values: unknown[
   }
 }
 
-/** Runs a mutation's function in a transaction of its own (callAsCaller). */
+/**
+ * Runs a mutation's function in a transaction of its own, as callAsCaller does; in one round trip
+ * with its `begin`, settings and `commit` when the request's access can send it so.
+ */
 function runMutation(db: RequestDb, op: Operation, args: Record<string, unknown>) {
+  if ("statement" in db.withPgClient) {
+    return asCaller(db.withPgClient.statement(db.pgSettings, sqlCallText(op, args)).then((rows) => rows[0].result), op.failuresAsErrors);
+  }
   const { text, values } = sqlCall(op, args);
   return callAsCaller(db, text, values, op.failuresAsErrors);
 }

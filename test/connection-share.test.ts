@@ -1,6 +1,6 @@
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConnectionShare, requestWithPgClient, settingsStatement, tenantsOf } from "../src/graphql/connection-share.js";
+import { ConnectionShare, requestWithPgClient, settingsStatement, sqlLiteral, tenantsOf } from "../src/graphql/connection-share.js";
 import { RequestTimeout, TIMEOUT_MESSAGE } from "../src/db/sql-errors.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 
@@ -201,6 +201,36 @@ describe("requestWithPgClient", () => {
     const withPgClient = requestWithPgClient(adaptor, new ConnectionShare(2), ["t"], 1000);
     await expect(withPgClient({ role: "gone" }, async () => "never")).rejects.toThrow("role does not exist");
     expect(sent.slice(1)).toEqual(["rollback"]);
+  });
+
+  it("sends a statement with its begin, settings and commit in one round trip, and rolls back when it fails", async () => {
+    const sent: string[] = [];
+    let fail = false;
+    const rawClient = {
+      query: async (text: string) => {
+        sent.push(text);
+        if (fail && text.startsWith("begin;")) throw new Error("function failed");
+        return [{ rows: [] }, { rows: [{}] }, { rows: [{ result: { ok: true } }] }, { rows: [] }];
+      },
+    };
+    const adaptor = (async (_settings: unknown, callback: (c: unknown) => unknown) => callback({ rawClient })) as any;
+    const withPgClient = requestWithPgClient(adaptor, new ConnectionShare(2), ["t"], 1000);
+    expect(await withPgClient.statement({ role: "x" }, "select f() as result")).toEqual([{ result: { ok: true } }]);
+    expect(sent).toHaveLength(1);
+    expect(sent[0]).toMatch(/^begin; select set_config\('role', 'x', true\), set_config\('statement_timeout', '\d+', true\); select f\(\) as result; commit$/);
+
+    sent.length = 0;
+    fail = true;
+    await expect(withPgClient.statement({ role: "x" }, "select f() as result")).rejects.toThrow("function failed");
+    expect(sent.slice(1)).toEqual(["rollback"]);
+  });
+
+  it("writes values as literals PostgreSQL reads back exactly, and refuses a NUL", async () => {
+    const values = ["it's", "back\\slash\\", "E'x'", "$1 $$ -- /* ", "naïve 会計 🧾", "", " ", 12.5, -3, true, false];
+    const { rows: [row] } = await h.owner.query(`select array[${values.map((v) => `${sqlLiteral(v)}::text`).join(", ")}] as v`);
+    expect(row.v).toEqual(values.map(String));
+    expect(sqlLiteral(null)).toBe("null");
+    expect(() => sqlLiteral("a\0b")).toThrow("NUL");
   });
 
   it("draws a JWT session on its user's share and on the share of the organization its operation names", () => {

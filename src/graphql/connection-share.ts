@@ -125,10 +125,32 @@ export function settingsStatement(settings: Record<string, string | undefined>):
 }
 
 /**
- * A request's database access, and `outside(work)`: work that is no database time (testing a
- * connection to a tenant's server, bounded by its own timeouts) does not use up the budget.
+ * A request's database access: `withPgClient` as PostGraphile uses it, and
+ * - `statement(settings, text)`: the rows of one statement run as a transaction of its own, its
+ *   `begin`, settings and `commit` sent with it in one round trip (the simple protocol: any values
+ *   are literals in `text`, see `sqlLiteral`);
+ * - `outside(work)`: work that is no database time (testing a connection to a tenant's server,
+ *   bounded by its own timeouts) does not use up the budget.
  */
-export type RequestWithPgClient<C extends PgClient> = WithPgClient<C> & { outside<T>(work: () => Promise<T>): Promise<T> };
+export type RequestWithPgClient<C extends PgClient> = WithPgClient<C> & {
+  statement(pgSettings: Record<string, string | undefined> | null, text: string): Promise<Record<string, unknown>[]>;
+  outside<T>(work: () => Promise<T>): Promise<T>;
+};
+
+/** The adaptor's client, with the node-postgres client under it (@dataplan/pg's `rawClient`). */
+export type RawPgClient = PgClient & { rawClient: Pick<pg.ClientBase, "query"> };
+
+/**
+ * A value as a literal of the simple protocol: quoted, as text, which PostgreSQL reads as it reads
+ * a parameter of unstated type (node-postgres sends those as text too). Never a NUL, which would
+ * end the statement's text early.
+ */
+export function sqlLiteral(value: string | number | boolean | null | undefined): string {
+  if (value === null || value === undefined) return "null";
+  const text = String(value);
+  if (text.includes("\0")) throw new Error("A value sent to PostgreSQL must not contain the NUL character.");
+  return pg.escapeLiteral(text);
+}
 
 /**
  * The database access of one request: one connection at a time (GraphQL would otherwise run
@@ -137,12 +159,17 @@ export type RequestWithPgClient<C extends PgClient> = WithPgClient<C> & { outsid
  * what is left of it as its statement_timeout, so no request holds a connection longer than that
  * in all. `onTimeout` is told when the budget ran out (a timed-out mutation must not be replayed).
  */
-export function requestWithPgClient<C extends PgClient>(
+export function requestWithPgClient<C extends RawPgClient>(
   withPgClient: WithPgClient<C>, share: ConnectionShare, tenants: string[], budgetMs: number, onTimeout: () => void = () => {},
 ): RequestWithPgClient<C> {
   let deadline = Date.now() + budgetMs;
   let tail: Promise<unknown> = Promise.resolve();
-  const request = <T>(pgSettings: Record<string, string | undefined> | null, callback: (client: C) => T | Promise<T>) => {
+  /**
+   * `work` on a connection, once the tenant's shares allow one, after the request's earlier
+   * work; given the settings with what is left of the budget as the statement_timeout (measured
+   * once the connection is held; 1 ms when none is left, which fails at once).
+   */
+  const serially = <T>(pgSettings: Record<string, string | undefined> | null, work: (client: C, settings: string) => Promise<T>): Promise<T> => {
     const run = async (): Promise<T> => {
       // Always in the order given (a user's share before an organization's): no two requests
       // can each hold what the other waits for.
@@ -150,23 +177,8 @@ export function requestWithPgClient<C extends PgClient>(
       try {
         for (const tenant of tenants) releases.push(await share.acquire(tenant, deadline));
         if (deadline <= Date.now()) throw new RequestTimeout();
-        // The transaction is begun and its settings made in one round trip (the adaptor would take
-        // two), once a connection is held: the time left after the wait for the pool is the
-        // statement_timeout; 1 ms when none is left, which fails at once.
-        return await withPgClient(null, async (client) => {
-          const settings = { ...pgSettings, statement_timeout: String(Math.max(1, deadline - Date.now())) };
-          try {
-            // Inside the try: a settings statement that fails must not leave the connection in
-            // an aborted transaction for the next request (a rollback outside one is harmless).
-            await client.query({ text: `begin; ${settingsStatement(settings)}` });
-            const result = await callback(inTransaction(client));
-            await client.query({ text: "commit" });
-            return result;
-          } catch (e) {
-            await client.query({ text: "rollback" }).catch(() => {});
-            throw e;
-          }
-        });
+        return await withPgClient(null, (client) =>
+          work(client, settingsStatement({ ...pgSettings, statement_timeout: String(Math.max(1, deadline - Date.now())) })));
       } catch (e) {
         if (callerFailure(e)?.message === TIMEOUT_MESSAGE) onTimeout();
         throw e;
@@ -178,7 +190,33 @@ export function requestWithPgClient<C extends PgClient>(
     tail = result.catch(() => undefined);
     return result;
   };
+  // The transaction is begun and its settings made in one round trip (the adaptor would take two).
+  const request = <T>(pgSettings: Record<string, string | undefined> | null, callback: (client: C) => T | Promise<T>) =>
+    serially(pgSettings, async (client, settings) => {
+      try {
+        // Inside the try: a settings statement that fails must not leave the connection in an
+        // aborted transaction for the next request (a rollback outside one is harmless).
+        await client.query({ text: `begin; ${settings}` });
+        const result = await callback(inTransaction(client));
+        await client.query({ text: "commit" });
+        return result;
+      } catch (e) {
+        await client.query({ text: "rollback" }).catch(() => {});
+        throw e;
+      }
+    });
   return Object.assign(request, {
+    statement: (pgSettings: Record<string, string | undefined> | null, text: string) =>
+      serially(pgSettings, async ({ rawClient }, settings) => {
+        try {
+          // A failing statement skips the rest (commit included) and leaves the transaction aborted.
+          const results = (await rawClient.query(`begin; ${settings}; ${text}; commit`)) as unknown as pg.QueryResult[];
+          return results[2].rows;
+        } catch (e) {
+          await rawClient.query("rollback").catch(() => {});
+          throw e;
+        }
+      }),
     async outside<T>(work: () => Promise<T>): Promise<T> {
       const started = Date.now();
       try {
