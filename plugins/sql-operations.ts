@@ -94,8 +94,21 @@ function sqlCall(op: Operation, values: Record<string, unknown>): { text: string
   return { text, values: params };
 }
 
-/** The call with its values as literals, for a statement sent in one round trip (RequestWithPgClient.statement). */
-export const sqlCallText = (op: Operation, values: Record<string, unknown>): string => callOf(op, values, sqlLiteral);
+/**
+ * Calls longer than this keep their values as parameters (and the three round trips of
+ * `withPgClient`): PostgreSQL's log keeps the text of a failing statement (log_min_error_statement),
+ * and a bank statement's rows have no place there.
+ */
+const ONE_ROUND_TRIP_MAX_CHARS = 16_384;
+
+/**
+ * The call with its values as literals, for a statement sent in one round trip
+ * (RequestWithPgClient.statement); undefined when it is longer than ONE_ROUND_TRIP_MAX_CHARS.
+ */
+export function sqlCallText(op: Operation, values: Record<string, unknown>): string | undefined {
+  const text = callOf(op, values, sqlLiteral);
+  return text.length <= ONE_ROUND_TRIP_MAX_CHARS ? text : undefined;
+}
 
 /** A root field's SQL function called on the request's client: the result type's shape as JSON. */
 export const runOperation = async (client: PgClient, op: Operation, args: Record<string, unknown>) =>
@@ -132,9 +145,11 @@ async function asCaller(call: Promise<unknown>, failuresAsErrors: boolean): Prom
  * Runs a mutation's function in a transaction of its own, as callAsCaller does; in one round trip
  * with its `begin`, settings and `commit` when the request's access can send it so.
  */
-function runMutation(db: RequestDb, op: Operation, args: Record<string, unknown>) {
-  if ("statement" in db.withPgClient) {
-    return asCaller(db.withPgClient.statement(db.pgSettings, sqlCallText(op, args)).then((rows) => rows[0].result), op.failuresAsErrors);
+async function runMutation(db: RequestDb, op: Operation, args: Record<string, unknown>) {
+  const oneStatement = "statement" in db.withPgClient ? sqlCallText(op, args) : undefined;
+  if (oneStatement !== undefined) {
+    return asCaller((db.withPgClient as RequestWithPgClient<any>).statement(db.pgSettings, oneStatement).then((rows) => rows[0].result),
+      op.failuresAsErrors);
   }
   const { text, values } = sqlCall(op, args);
   return callAsCaller(db, text, values, op.failuresAsErrors);

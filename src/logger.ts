@@ -12,6 +12,19 @@ const destination = pino.destination({ dest: 1, sync: false, minLength: 4096, pe
 export const logger = pino({
   level: logLevel(),
   redact: ["req.headers.authorization", "headers.authorization", "authorization", "secret", "apiKey", "token"],
+  hooks: {
+    // An error's line is written at once, with what waits before it: it may be the last before a crash.
+    logMethod(args, method, level) {
+      method.apply(this, args);
+      if (level >= 50) {
+        try {
+          destination.flush();
+        } catch {
+          // closed at exit: flushLogs wrote what there was
+        }
+      }
+    },
+  },
 }, destination);
 
 /** Writes what is buffered: before process.exit, which would drop it. */

@@ -210,25 +210,40 @@ describe("requestWithPgClient", () => {
       query: async (text: string) => {
         sent.push(text);
         if (fail && text.startsWith("begin;")) throw new Error("function failed");
-        return [{ rows: [] }, { rows: [{}] }, { rows: [{ result: { ok: true } }] }, { rows: [] }];
+        return [{ rows: [] }, { rows: [{}] }, { rows: [{ result: { ok: true } }] }, { rows: [], command: "COMMIT" }];
       },
     };
     const adaptor = (async (_settings: unknown, callback: (c: unknown) => unknown) => callback({ rawClient })) as any;
     const withPgClient = requestWithPgClient(adaptor, new ConnectionShare(2), ["t"], 1000);
     expect(await withPgClient.statement({ role: "x" }, "select f() as result")).toEqual([{ result: { ok: true } }]);
     expect(sent).toHaveLength(1);
-    expect(sent[0]).toMatch(/^begin; select set_config\('role', 'x', true\), set_config\('statement_timeout', '\d+', true\); select f\(\) as result; commit$/);
+    expect(sent[0]).toMatch(/^begin;\nselect set_config\('role', 'x', true\), set_config\('statement_timeout', '\d+', true\);\nselect f\(\) as result\n;commit$/);
 
     sent.length = 0;
     fail = true;
     await expect(withPgClient.statement({ role: "x" }, "select f() as result")).rejects.toThrow("function failed");
     expect(sent.slice(1)).toEqual(["rollback"]);
+
+    // More than one statement (here PostgreSQL would answer five results) is refused and rolled back.
+    const five = { query: async (text: string) => { sent.push(text); return [{}, {}, {}, {}, { command: "COMMIT" }]; } };
+    const twice = requestWithPgClient((async (_s: unknown, cb: (c: unknown) => unknown) => cb({ rawClient: five })) as any, new ConnectionShare(2), ["t"], 1000);
+    sent.length = 0;
+    await expect(twice.statement({ role: "x" }, "select 1; select 2")).rejects.toThrow("exactly one statement");
+    expect(sent.slice(1)).toEqual(["rollback"]);
   });
 
-  it("writes values as literals PostgreSQL reads back exactly, and refuses a NUL", async () => {
-    const values = ["it's", "back\\slash\\", "E'x'", "$1 $$ -- /* ", "naïve 会計 🧾", "", " ", 12.5, -3, true, false];
-    const { rows: [row] } = await h.owner.query(`select array[${values.map((v) => `${sqlLiteral(v)}::text`).join(", ")}] as v`);
-    expect(row.v).toEqual(values.map(String));
+  it("writes values as literals PostgreSQL reads as it reads the same values sent as parameters, and refuses a NUL", async () => {
+    const json = JSON.stringify({ memo: 'say "hi" \\ C:\\dir\\', n: -1.5e3, list: ["it's", "会計 🧾"], nested: { empty: "" } });
+    const values: [string | number | boolean, string][] = [
+      ["it's", "text"], ["back\\slash\\", "text"], ["E'x'", "text"], ["$1 $$ -- /* ;commit", "text"], ["naïve 会計 🧾", "text"],
+      ["", "text"], [" ", "text"], [json, "jsonb"], [json, "json"], ["9b2a1c6e-6a43-4f8e-9d65-0c1f1c2b3a4d", "uuid"],
+      [12.5, "numeric"], ["0.10", "numeric"], [-3, "integer"], [1e21, "numeric"], [true, "boolean"], [false, "boolean"],
+      ["2026-02-28", "date"], ['["a","b\\\\"]', "jsonb"],
+    ];
+    const columns = values.map(([v, type], i) => `$${i + 1}::${type} as p${i}, ${sqlLiteral(v)}::${type} as l${i}`);
+    const { rows: [row] } = await h.owner.query(`select ${columns.join(", ")}`, values.map(([v]) => v));
+    for (let i = 0; i < values.length; i++) expect({ i, value: row[`l${i}`] }).toEqual({ i, value: row[`p${i}`] });
+    expect(row.l0).toBe("it's");
     expect(sqlLiteral(null)).toBe("null");
     expect(() => sqlLiteral("a\0b")).toThrow("NUL");
   });

@@ -5,7 +5,7 @@ import path from "node:path";
 import { spawn } from "node:child_process";
 import pg from "pg";
 import { recoverLeftoverPostmaster } from "../src/db/embedded.js";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { postGraphql, startServerProcess, type ServerProcess } from "./helpers/server-process.js";
 
 /**
@@ -126,7 +126,8 @@ describe("npm start with the embedded PostgreSQL", () => {
 
     expect(await (await inFlight).json()).toEqual({ data: { rejectLedgerEvent: { success: true, error: null } } });
     expect(await server.exited).toBe(0);
-    expect(server.logs()).toContain('"msg":"stopped"');
+    // Written before it exited; read from its stdout a moment later, perhaps.
+    await vi.waitFor(() => expect(server.logs()).toContain('"msg":"stopped"'), { timeout: 5000 });
     expect(postmasterPid(dataDir)).toBeUndefined();
   });
 

@@ -142,14 +142,17 @@ export type RawPgClient = PgClient & { rawClient: Pick<pg.ClientBase, "query"> }
 
 /**
  * A value as a literal of the simple protocol: quoted, as text, which PostgreSQL reads as it reads
- * a parameter of unstated type (node-postgres sends those as text too). Never a NUL, which would
- * end the statement's text early.
+ * a parameter of unstated type (node-postgres sends those as text too). Quotes are doubled, and a
+ * value with a backslash is an E'' string with its backslashes doubled (as pg's escapeLiteral
+ * does, whatever standard_conforming_strings says), in one pass of native replaces. Never a NUL,
+ * which would end the statement's text early.
  */
 export function sqlLiteral(value: string | number | boolean | null | undefined): string {
   if (value === null || value === undefined) return "null";
   const text = String(value);
   if (text.includes("\0")) throw new Error("A value sent to PostgreSQL must not contain the NUL character.");
-  return pg.escapeLiteral(text);
+  const quoted = text.replaceAll("'", "''");
+  return text.includes("\\") ? `E'${quoted.replaceAll("\\", "\\\\")}'` : `'${quoted}'`;
 }
 
 /**
@@ -209,8 +212,12 @@ export function requestWithPgClient<C extends RawPgClient>(
     statement: (pgSettings: Record<string, string | undefined> | null, text: string) =>
       serially(pgSettings, async ({ rawClient }, settings) => {
         try {
-          // A failing statement skips the rest (commit included) and leaves the transaction aborted.
-          const results = (await rawClient.query(`begin; ${settings}; ${text}; commit`)) as unknown as pg.QueryResult[];
+          // A failing statement skips the rest (commit included) and leaves the transaction
+          // aborted. Each on its own line: a statement's trailing comment cannot swallow `commit`.
+          const results = (await rawClient.query(`begin;\n${settings};\n${text}\n;commit`)) as unknown as pg.QueryResult[];
+          if (!Array.isArray(results) || results.length !== 4 || results[3].command !== "COMMIT") {
+            throw new Error("A statement sent in one round trip must be exactly one statement.");
+          }
           return results[2].rows;
         } catch (e) {
           await rawClient.query("rollback").catch(() => {});

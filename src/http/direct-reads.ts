@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { createWithPgClient } from "postgraphile/adaptors/pg";
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from "postgraphile/graphql";
-import { sqlCallText } from "../../plugins/sql-operations.js";
+import { runOperation, sqlCallText } from "../../plugins/sql-operations.js";
 import { argumentsOf, compileDirectRead, failed, respond, type DirectRead } from "../graphql/direct-read.js";
 import { requestWithPgClient, tenantsOf, type ConnectionShare } from "../graphql/connection-share.js";
 import { identityOf, pgSettingsFor } from "./authenticate.js";
@@ -15,7 +15,8 @@ export interface AdmittedOperation { document: DocumentNode; operation: Operatio
 /**
  * Serves a read that src/graphql/direct-read.ts can answer from its SQL function's JSON, with the
  * same database access as GraphQL execution (the caller's settings, the tenant's share of the
- * pool, the request's budget), in one round trip; passes every other request on to GraphQL. Compiled reads are kept
+ * pool, the request's budget), in one round trip (plugins/sql-operations.ts, sqlCallText); passes every
+ * other request on to GraphQL. Compiled reads are kept
  * per operation node, which the gate keeps per query text.
  */
 export function directReads(schema: () => GraphQLSchema, authPool: pg.Pool, share: ConnectionShare, budgetMs: number) {
@@ -39,8 +40,10 @@ export function directReads(schema: () => GraphQLSchema, authPool: pg.Pool, shar
     res.locals.requestDb = db;
     let body: unknown;
     try {
-      const [row] = await db.statement(pgSettingsFor(identity), sqlCallText(read.operation, args));
-      const json = row.result;
+      const oneStatement = sqlCallText(read.operation, args);
+      const json = oneStatement === undefined
+        ? await db(pgSettingsFor(identity), (client) => runOperation(client, read.operation, args))
+        : (await db.statement(pgSettingsFor(identity), oneStatement))[0].result;
       body = respond(read, json);
       if (!body) {
         // Not what its type promises: GraphQL execution says what is wrong with it.
