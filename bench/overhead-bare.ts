@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import pg from "pg";
+import { applyGcFlags } from "../src/gc-flags.js";
 
 /**
  * The baseline of `npm run bench -- overhead` (issue 12): the least a server can do for the same
@@ -151,6 +152,7 @@ export function selectionOf(text: string): Selection {
 
 // Run as a process by bench/overhead.ts: OPERATIONS is the JSON of [query, BareOperation] pairs.
 if (process.env.BARE_OPERATIONS) {
+  applyGcFlags(); // as src/main.ts: the same garbage collection as the server's
   const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.API_POOL_SIZE ?? 20) });
   pool.on("error", () => {});
   const operations = new Map<string, BareOperation>(JSON.parse(process.env.BARE_OPERATIONS));
