@@ -69,45 +69,45 @@ export function operationOf(fieldName: string, field: GraphQLField<unknown, unkn
   };
 }
 
-/**
- * `select fn(a => <a>, b => <b>) as result`, leaving out absent arguments so SQL defaults apply;
- * each value as `placeholder` writes it (an object as its JSON).
- */
-function callOf(op: Operation, values: Record<string, unknown>, placeholder: (value: string | number | boolean, n: number) => string): string {
-  const named: string[] = [];
+/** The call's present arguments (absent ones are left out, so SQL defaults apply), objects as JSON. */
+function callArguments(op: Operation, values: Record<string, unknown>): [parameter: string, value: string | number | boolean][] {
+  const out: [string, string | number | boolean][] = [];
   for (const arg of op.args) {
     const value = values[arg];
     if (value === undefined || value === null) continue;
-    const param = typeof value === "object" ? JSON.stringify(value) : (value as string | number | boolean);
-    named.push(`"${sqlParameterOf(arg)}" => ${placeholder(param, named.length + 1)}`); // quoted: `limit` and `offset` are reserved words
+    out.push([sqlParameterOf(arg), typeof value === "object" ? JSON.stringify(value) : (value as string | number | boolean)]);
   }
-  return `select ${op.sqlFunction}(${named.join(", ")}) as result`;
+  return out;
 }
+
+/** `select fn(a => <a>, b => <b>) as result`, each argument as `placeholder` writes it. */
+const callText = (op: Operation, args: [string, string | number | boolean][], placeholder: (value: string | number | boolean, n: number) => string) =>
+  // Quoted names: `limit` and `offset` are reserved words.
+  `select ${op.sqlFunction}(${args.map(([name, value], i) => `"${name}" => ${placeholder(value, i + 1)}`).join(", ")}) as result`;
 
 /** The call with its values as parameters $1, $2 … */
 function sqlCall(op: Operation, values: Record<string, unknown>): { text: string; values: unknown[] } {
-  const params: unknown[] = [];
-  const text = callOf(op, values, (value, n) => {
-    params.push(value);
-    return `$${n}`;
-  });
-  return { text, values: params };
+  const args = callArguments(op, values);
+  return { text: callText(op, args, (_value, n) => `$${n}`), values: args.map(([, value]) => value) };
 }
 
 /**
- * Calls longer than this keep their values as parameters (and the three round trips of
- * `withPgClient`): PostgreSQL's log keeps the text of a failing statement (log_min_error_statement),
- * and a bank statement's rows have no place there.
+ * Calls whose arguments are longer than this keep them as parameters (and the three round trips
+ * of `withPgClient`): PostgreSQL's log keeps the text of a failing statement
+ * (log_min_error_statement), and a bank statement's rows have no place there.
  */
 const ONE_ROUND_TRIP_MAX_CHARS = 16_384;
 
 /**
  * The call with its values as literals, for a statement sent in one round trip
- * (RequestWithPgClient.statement); undefined when it is longer than ONE_ROUND_TRIP_MAX_CHARS.
+ * (RequestWithPgClient.statement); undefined when its arguments are longer than
+ * ONE_ROUND_TRIP_MAX_CHARS (judged before any is quoted).
  */
 export function sqlCallText(op: Operation, values: Record<string, unknown>): string | undefined {
-  const text = callOf(op, values, sqlLiteral);
-  return text.length <= ONE_ROUND_TRIP_MAX_CHARS ? text : undefined;
+  const args = callArguments(op, values);
+  let length = 0;
+  for (const [, value] of args) length += String(value).length;
+  return length <= ONE_ROUND_TRIP_MAX_CHARS ? callText(op, args, sqlLiteral) : undefined;
 }
 
 /** A root field's SQL function called on the request's client: the result type's shape as JSON. */

@@ -176,7 +176,7 @@ describe("requestWithPgClient", () => {
     expect(timeout).toBeGreaterThan(left - 100);
 
     // A backslash is escaped however standard_conforming_strings is set.
-    expect(settingsStatement({ a: "x\\y'z" })).toBe("select set_config('a',  E'x\\\\y''z', true)");
+    expect(settingsStatement({ a: "x\\y'z" })).toBe("select set_config('a', E'x\\\\y''z', true)");
 
     // A failure rolls back and is the caller's.
     sent.length = 0;

@@ -115,13 +115,12 @@ function inTransaction<C extends PgClient>(client: C): C {
 }
 
 /**
- * `select set_config(…, true), …` for the settings, as literals (pg's escapeLiteral: quotes
- * doubled, and an E'' string where a backslash is), so that it can share a simple-protocol round
- * trip with `begin`.
+ * `select set_config(…, true), …` for the settings, as literals (sqlLiteral), so that it can share
+ * a simple-protocol round trip with `begin`.
  */
 export function settingsStatement(settings: Record<string, string | undefined>): string {
   const entries = Object.entries(settings).filter((e): e is [string, string] => e[1] != null);
-  return `select ${entries.map(([k, v]) => `set_config(${pg.escapeLiteral(k)}, ${pg.escapeLiteral(String(v))}, true)`).join(", ")}`;
+  return `select ${entries.map(([k, v]) => `set_config(${sqlLiteral(k)}, ${sqlLiteral(v)}, true)`).join(", ")}`;
 }
 
 /**
