@@ -8,10 +8,13 @@ import { selectionOf, type BareOperation } from "./overhead-bare.js";
 import { AUTHENTICATOR_PASSWORD, benchDatabase, databaseUrl, freePort, generateLedger, load, processTree, startServer, type LoadResult } from "./support.js";
 
 /**
- * `npm run bench -- overhead [--events N] [--reuse] [--seconds S] [--repetitions R]` (issue 12):
+ * `npm run bench -- overhead [--events N] [--reuse] [--seconds S] [--repetitions R] [--warm W]` (issue 12):
  * the GraphQL server against a bare `node:http` + `pg` handler (bench/overhead-bare.ts) that sends
  * the same statements and returns the same JSON, on one database of N events (default 200,000).
- * Each case runs interleaved (GraphQL, bare, GraphQL, bare …), R times (default 3) for S seconds
+ * Both servers first serve every case for W seconds (default 10), unmeasured: a fresh process's CPU
+ * per request falls for its first 15–20 s of load (getLedgerEvent in 5 s windows: 1.48 to 0.49 ms
+ * for the server, 0.98 to 0.43 ms for the baseline), and cold repetitions measured that start.
+ * Each case then runs interleaved (GraphQL, bare, GraphQL, bare …), R times (default 3) for S seconds
  * (default 8) with 10 connections, and prints req/s, p50, p99 and the server's CPU milliseconds
  * per request (its whole process tree, from /proc), medians over the repetitions, and the ratios.
  */
@@ -61,6 +64,7 @@ export async function run(args: string[]) {
   const events = option("--events", 200_000);
   const seconds = option("--seconds", 8);
   const repetitions = option("--repetitions", 3);
+  const warm = option("--warm", 10);
   const dbUrl = args.includes("--reuse") ? databaseUrl(DB) : await benchDatabase(DB);
   const owner = new pg.Pool({ connectionString: dbUrl, max: 2 });
   let org: string | undefined = (await owner.query(`select o.id from app_public.organizations o where o.name = 'Bench Overhead'
@@ -91,6 +95,7 @@ export async function run(args: string[]) {
       console.log(`${c.name}: responses ${equal ? "equal" : "DIFFER"}${a === b ? ", byte for byte" : ""} (${a.length} bytes)`);
       if (!equal) throw new Error(`${c.name}: the baseline's answer differs from the server's:\n${a.slice(0, 500)}\n${b.slice(0, 500)}`);
     }
+    for (const c of cases) for (const server of Object.values(servers)) await load(server.url, { query: c.query, variables: c.variables }, auth, 10, warm);
     const results = new Map<string, { graphql: Measured[]; bare: Measured[] }>();
     for (let r = 0; r < repetitions; r++) {
       for (const c of cases) {
@@ -108,7 +113,7 @@ export async function run(args: string[]) {
         }
       }
     }
-    console.log(`\n${repetitions} interleaved repetitions of ${seconds} s, 10 connections; medians`);
+    console.log(`\n${warm} s of warm-up per case and server, then ${repetitions} interleaved repetitions of ${seconds} s, 10 connections; medians`);
     console.log("case | server | req/s | p50 ms | p99 ms | CPU ms/request");
     for (const [name, r] of results) {
       const g = median(r.graphql);
@@ -145,7 +150,7 @@ export function cpuMs(root: number): number {
 }
 
 /** The baseline in its own process, run as the server is (tsx, the same Node flags). */
-async function startBare(authUrl: string, operations: [string, BareOperation][], env: Record<string, string>) {
+export async function startBare(authUrl: string, operations: [string, BareOperation][], env: Record<string, string>) {
   const port = await freePort();
   const child = spawn(path.resolve("node_modules/.bin/tsx"), ["bench/overhead-bare.ts"], {
     env: { ...process.env, ...env, DATABASE_URL: authUrl, PORT: String(port), BARE_OPERATIONS: JSON.stringify(operations),
