@@ -150,7 +150,7 @@ export function cpuMs(root: number): number {
 }
 
 /** The baseline in its own process, run as the server is (tsx, the same Node flags). */
-export async function startBare(authUrl: string, operations: [string, BareOperation][], env: Record<string, string>) {
+async function startBare(authUrl: string, operations: [string, BareOperation][], env: Record<string, string>) {
   const port = await freePort();
   const child = spawn(path.resolve("node_modules/.bin/tsx"), ["bench/overhead-bare.ts"], {
     env: { ...process.env, ...env, DATABASE_URL: authUrl, PORT: String(port), BARE_OPERATIONS: JSON.stringify(operations),
