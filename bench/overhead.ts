@@ -95,7 +95,7 @@ export async function run(args: string[]) {
       console.log(`${c.name}: responses ${equal ? "equal" : "DIFFER"}${a === b ? ", byte for byte" : ""} (${a.length} bytes)`);
       if (!equal) throw new Error(`${c.name}: the baseline's answer differs from the server's:\n${a.slice(0, 500)}\n${b.slice(0, 500)}`);
     }
-    for (const c of cases) for (const server of Object.values(servers)) await load(server.url, { query: c.query, variables: c.variables }, auth, 10, warm);
+    if (warm > 0) for (const c of cases) for (const server of Object.values(servers)) await load(server.url, { query: c.query, variables: c.variables }, auth, 10, warm);
     const results = new Map<string, { graphql: Measured[]; bare: Measured[] }>();
     for (let r = 0; r < repetitions; r++) {
       for (const c of cases) {
