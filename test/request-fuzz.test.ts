@@ -514,8 +514,11 @@ const describeRequest = (spec: RequestSpec) => {
 async function send(r: Rendered) {
   let req = request(h.handle.app).post("/graphql").set("Content-Type", "application/json");
   for (const [k, v] of Object.entries(r.headers)) req = req.set(k, v);
+  // The body is serialized before the clock starts: the bound is on the server, not on this
+  // process's JSON.stringify of a 100 MB batch.
+  const body = JSON.stringify({ query: r.query, variables: r.variables });
   const started = performance.now();
-  const res = await req.send(JSON.stringify({ query: r.query, variables: r.variables }));
+  const res = await req.send(body);
   return { res, ms: performance.now() - started };
 }
 
