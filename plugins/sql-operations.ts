@@ -85,11 +85,11 @@ const callText = (op: Operation, args: [string, string | number | boolean][], pl
   // Quoted names: `limit` and `offset` are reserved words.
   `select ${op.sqlFunction}(${args.map(([name, value], i) => `"${name}" => ${placeholder(value, i + 1)}`).join(", ")}) as result`;
 
-/** The call with its values as parameters $1, $2 … */
-function sqlCall(op: Operation, values: Record<string, unknown>): { text: string; values: unknown[] } {
-  const args = callArguments(op, values);
-  return { text: callText(op, args, (_value, n) => `$${n}`), values: args.map(([, value]) => value) };
-}
+/** A call's text, and its values when they are parameters $1, $2 … (none: its values are literals in the text). */
+export interface SqlCall { text: string; values?: unknown[] }
+
+const parameterCall = (op: Operation, args: [string, string | number | boolean][]): SqlCall =>
+  ({ text: callText(op, args, (_value, n) => `$${n}`), values: args.map(([, value]) => value) });
 
 /**
  * Calls whose arguments are longer than this keep them as parameters (and the three round trips
@@ -99,20 +99,24 @@ function sqlCall(op: Operation, values: Record<string, unknown>): { text: string
 const ONE_ROUND_TRIP_MAX_CHARS = 16_384;
 
 /**
- * The call with its values as literals, for a statement sent in one round trip
- * (RequestWithPgClient.statement); undefined when its arguments are longer than
+ * The call as a request sends it: its values as literals, for a statement sent in one round trip
+ * (RequestWithPgClient.statement); as parameters when its arguments are longer than
  * ONE_ROUND_TRIP_MAX_CHARS (judged before any is quoted).
  */
-export function sqlCallText(op: Operation, values: Record<string, unknown>): string | undefined {
+export function requestCall(op: Operation, values: Record<string, unknown>): SqlCall {
   const args = callArguments(op, values);
   let length = 0;
   for (const [, value] of args) length += String(value).length;
-  return length <= ONE_ROUND_TRIP_MAX_CHARS ? callText(op, args, sqlLiteral) : undefined;
+  return length <= ONE_ROUND_TRIP_MAX_CHARS ? { text: callText(op, args, sqlLiteral) } : parameterCall(op, args);
 }
 
-/** A root field's SQL function called on the request's client: the result type's shape as JSON. */
-export const runOperation = async (client: PgClient, op: Operation, args: Record<string, unknown>) =>
-  (await client.query<{ result: unknown }>(sqlCall(op, args))).rows[0].result;
+/** A call on the request's client: the result type's shape as JSON. */
+export const runCall = async (client: PgClient, call: SqlCall) =>
+  (await client.query<{ result: unknown }>({ text: call.text, values: call.values })).rows[0].result;
+
+/** A root field's SQL function called on the request's client, its values as parameters. */
+export const runOperation = (client: PgClient, op: Operation, args: Record<string, unknown>) =>
+  runCall(client, parameterCall(op, callArguments(op, args)));
 
 /** A business failure as a result type with `success` carries it. */
 export type Failure = { success: false; error: string };
@@ -146,13 +150,12 @@ async function asCaller(call: Promise<unknown>, failuresAsErrors: boolean): Prom
  * with its `begin`, settings and `commit` when the request's access can send it so.
  */
 async function runMutation(db: RequestDb, op: Operation, args: Record<string, unknown>) {
-  const oneStatement = "statement" in db.withPgClient ? sqlCallText(op, args) : undefined;
-  if (oneStatement !== undefined) {
-    return asCaller((db.withPgClient as RequestWithPgClient<any>).statement(db.pgSettings, oneStatement).then((rows) => rows[0].result),
+  const call = requestCall(op, args);
+  if (call.values === undefined && "statement" in db.withPgClient) {
+    return asCaller((db.withPgClient as RequestWithPgClient<any>).statement(db.pgSettings, call.text).then((rows) => rows[0].result),
       op.failuresAsErrors);
   }
-  const { text, values } = sqlCall(op, args);
-  return callAsCaller(db, text, values, op.failuresAsErrors);
+  return callAsCaller(db, call.text, call.values ?? [], op.failuresAsErrors);
 }
 
 /** The Query and Mutation fields a document adds. */

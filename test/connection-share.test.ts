@@ -2,6 +2,7 @@ import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConnectionShare, requestWithPgClient, settingsStatement, sqlLiteral, tenantsOf } from "../src/graphql/connection-share.js";
 import { RequestTimeout, TIMEOUT_MESSAGE } from "../src/db/sql-errors.js";
+import { requestCall, runCall } from "../plugins/sql-operations.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 
 /**
@@ -246,6 +247,30 @@ describe("requestWithPgClient", () => {
     expect(row.l0).toBe("it's");
     expect(sqlLiteral(null)).toBe("null");
     expect(() => sqlLiteral("a\0b")).toThrow("NUL");
+  });
+
+  it("sends a call's arguments as literals up to 16,384 characters and as parameters past them, with the same result", async () => {
+    const client = await h.owner.connect();
+    try {
+      await client.query(`create function pg_temp.echo(note text, n integer default 7) returns jsonb language sql
+        as $$ select jsonb_build_object('note', note, 'n', n) $$`);
+      const op = { sqlFunction: "pg_temp.echo", args: ["note", "n"], failuresAsErrors: false };
+      const unit = "it's \\ 会";
+      const short = requestCall(op, { note: unit });
+      expect(short.values).toBeUndefined();
+      expect(short.text).toContain(sqlLiteral(unit));
+      expect(await runCall(client as any, short)).toEqual({ note: unit, n: 7 });
+
+      const atLimit = "x".repeat(16_384 - 2);
+      expect(requestCall(op, { note: atLimit, n: 12 }).values).toBeUndefined();
+      const long = unit.repeat(2_100);
+      const past = requestCall(op, { note: long, n: 3 });
+      expect(past.values).toEqual([long, 3]);
+      expect(past.text).not.toContain("it's");
+      expect(await runCall(client as any, past)).toEqual({ note: long, n: 3 });
+    } finally {
+      client.release(true);
+    }
   });
 
   it("draws a JWT session on its user's share and on the share of the organization its operation names", () => {

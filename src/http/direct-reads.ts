@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { createWithPgClient } from "postgraphile/adaptors/pg";
 import type { DocumentNode, GraphQLSchema, OperationDefinitionNode } from "postgraphile/graphql";
-import { runOperation, sqlCallText } from "../../plugins/sql-operations.js";
+import { requestCall, runCall } from "../../plugins/sql-operations.js";
 import { argumentsOf, compileDirectRead, failed, respond, type DirectRead } from "../graphql/direct-read.js";
 import { requestWithPgClient, tenantsOf, type ConnectionShare } from "../graphql/connection-share.js";
 import { identityOf, pgSettingsFor } from "./authenticate.js";
@@ -15,7 +15,7 @@ export interface AdmittedOperation { document: DocumentNode; operation: Operatio
 /**
  * Serves a read that src/graphql/direct-read.ts can answer from its SQL function's JSON, with the
  * same database access as GraphQL execution (the caller's settings, the tenant's share of the
- * pool, the request's budget), in one round trip (plugins/sql-operations.ts, sqlCallText); passes every
+ * pool, the request's budget), in one round trip (plugins/sql-operations.ts, requestCall); passes every
  * other request on to GraphQL. Compiled reads are kept
  * per operation node, which the gate keeps per query text.
  */
@@ -40,10 +40,10 @@ export function directReads(schema: () => GraphQLSchema, authPool: pg.Pool, shar
     res.locals.requestDb = db;
     let body: unknown;
     try {
-      const oneStatement = sqlCallText(read.operation, args);
-      const json = oneStatement === undefined
-        ? await db(pgSettingsFor(identity), (client) => runOperation(client, read.operation, args))
-        : (await db.statement(pgSettingsFor(identity), oneStatement))[0].result;
+      const call = requestCall(read.operation, args);
+      const json = call.values === undefined
+        ? (await db.statement(pgSettingsFor(identity), call.text))[0].result
+        : await db(pgSettingsFor(identity), (client) => runCall(client, call));
       body = respond(read, json);
       if (!body) {
         // Not what its type promises: GraphQL execution says what is wrong with it.
