@@ -1,4 +1,4 @@
-import pg from "pg";
+import type pg from "pg";
 import type { PgClient, WithPgClient } from "postgraphile/@dataplan/pg";
 import { callerFailure, RequestTimeout, TIMEOUT_MESSAGE } from "../db/sql-errors.js";
 import type { Identity } from "../http/authenticate.js";
