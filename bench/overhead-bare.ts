@@ -152,7 +152,7 @@ export function selectionOf(text: string): Selection {
 
 // Run as a process by bench/overhead.ts: OPERATIONS is the JSON of [query, BareOperation] pairs.
 if (process.env.BARE_OPERATIONS) {
-  applyGcFlags(); // as src/main.ts: the same garbage collection as the server's
+  applyGcFlags(); // as the server (src/gc-flags-first.ts): the same garbage collection
   const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.API_POOL_SIZE ?? 20) });
   pool.on("error", () => {});
   const operations = new Map<string, BareOperation>(JSON.parse(process.env.BARE_OPERATIONS));

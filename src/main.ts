@@ -1,3 +1,4 @@
+import "./gc-flags-first.js";
 import { inspect } from "node:util";
 import type { Runner } from "graphile-worker";
 import { loadConfig } from "./config.js";
@@ -10,9 +11,6 @@ import { createStorage } from "./storage/index.js";
 import { flushLogs, logger } from "./logger.js";
 import { commandOf, parentOf, startTimeOf } from "./processes.js";
 import { startWorker, workerPoolSize } from "../worker/run.js";
-import { applyGcFlags } from "./gc-flags.js";
-
-applyGcFlags();
 
 /**
  * `npm start`: a database (DATABASE_URL, else an embedded PostgreSQL under ./.data/postgres),

@@ -1,3 +1,4 @@
+import "../src/gc-flags-first.js";
 import { loadConfig } from "../src/config.js";
 import { makePool } from "../src/db/pools.js";
 import { logger } from "../src/logger.js";
