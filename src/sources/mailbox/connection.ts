@@ -2,6 +2,7 @@ import { ImapFlow } from "imapflow";
 import { checkOutbound, isLoopback, OutboundRefused, type OutboundOptions } from "../../outbound/guard.js";
 import { EMAIL_MAX_BYTES } from "../../intake/email.js";
 import { deadline, networkFailure, SourceError, withoutSecret, type Deadline } from "../errors.js";
+import { AnswerLimits } from "./answer-limits.js";
 
 /** A mailbox as connectMailbox stored it (migrations/fixtures/sources/mailboxes.sql). */
 export interface MailboxSettings {
@@ -17,6 +18,13 @@ export const CONNECT_TIMEOUT_MS = 15_000;
 const SOCKET_TIMEOUT_MS = 60_000;
 /** connectMailbox's test in all. */
 const TEST_DEADLINE_MS = 30_000;
+/** Greeting, capabilities, login and the folder's status: a few KB from an honest server. */
+const OPEN_LIMIT = { bytes: 1024 * 1024, ms: 30_000, what: "logging in and opening the folder" };
+/**
+ * Everything one connection may receive. A scan stops taking messages well before it (see
+ * SCAN_BYTES in scan.ts), so only a server that misbehaves reaches it.
+ */
+export const CONNECTION_MAX_BYTES = 512 * 1024 * 1024;
 
 /**
  * Logs in to a mailbox and opens its folder read-only (IMAP EXAMINE: nothing is marked read,
@@ -28,6 +36,7 @@ const TEST_DEADLINE_MS = 30_000;
  */
 export async function openMailbox(settings: MailboxSettings, password: string, outbound: OutboundOptions, limit: Deadline) {
   let client: ImapFlow | undefined;
+  let answers: AnswerLimits | undefined;
   try {
     const checked = await checkOutbound(settings.host, outbound);
     const plainAllowed = outbound.allowLoopback && isLoopback(checked.address);
@@ -49,22 +58,30 @@ export async function openMailbox(settings: MailboxSettings, password: string, o
       maxResponseSize: EMAIL_MAX_BYTES + 2 * 1024 * 1024,
       maxLineLength: 8 * 1024 * 1024,
       maxResponseTokens: 200_000,
+      // Compressed, a few KB could inflate to gigabytes before any limit saw them.
+      disableCompression: true,
     });
     client.on("error", () => {}); // reported by the command that fails
     const opened = client;
+    const limits = answers = new AnswerLimits(client, `${settings.host}:${settings.port}`, CONNECTION_MAX_BYTES);
     limit.signal.addEventListener("abort", () => opened.close(), { once: true });
     limit.signal.throwIfAborted(); // passed while the name was resolved
-    await client.connect();
     try {
-      return { client, mailbox: await client.mailboxOpen(settings.folder, { readOnly: true }) };
+      await limits.run(OPEN_LIMIT, () => opened.connect());
+    } catch (e) {
+      throw limits.failure(e);
+    }
+    try {
+      return { client, mailbox: await limits.run(OPEN_LIMIT, () => opened.mailboxOpen(settings.folder, { readOnly: true })), limits };
     } catch (e) {
       const { serverResponseCode, responseText } = e as { serverResponseCode?: string; responseText?: string };
-      if (!responseText) throw e; // no answer of the server's: the connection failed
+      if (!responseText) throw limits.failure(e); // no answer of the server's: the connection failed
       throw new SourceError(serverResponseCode === "NONEXISTENT" || /exist/i.test(responseText)
         ? `The folder "${settings.folder}" does not exist in this mailbox.`
         : `The folder "${settings.folder}" could not be opened: ${responseText}`);
     }
   } catch (e) {
+    answers?.stop();
     client?.close();
     throw new SourceError(describeMailboxError(limit.expired(e), settings, password));
   }
@@ -74,7 +91,8 @@ export async function openMailbox(settings: MailboxSettings, password: string, o
 export async function testMailbox(settings: MailboxSettings, password: string, outbound: OutboundOptions): Promise<string | null> {
   const limit = deadline(TEST_DEADLINE_MS, "The mailbox server");
   try {
-    const { client } = await openMailbox(settings, password, outbound, limit);
+    const { client, limits } = await openMailbox(settings, password, outbound, limit);
+    limits.stop();
     await client.logout().catch(() => client.close());
     return null;
   } catch (e) {

@@ -6,6 +6,7 @@ import type { OutboundOptions } from "../../outbound/guard.js";
 import type { Storage } from "../../storage/index.js";
 import { SourceError, type Deadline } from "../errors.js";
 import { advanceCursor, type ScanReport, type ScanSource } from "../scan-report.js";
+import type { CommandLimit } from "./answer-limits.js";
 import { describeMailboxError, openMailbox, type MailboxSettings } from "./connection.js";
 
 /** Messages read by one scan at most; the rest are read by the next, queued at once. */
@@ -13,6 +14,13 @@ export const MAX_MESSAGES_PER_SCAN = 200;
 /** How far back a first scan reads (and one after the folder's UIDVALIDITY changed). */
 const FIRST_SCAN_DAYS = 30;
 const FETCH_BATCH = 50;
+/** What one request's answer may take, in bytes and time (answer-limits.ts). */
+const SEARCH_LIMIT: CommandLimit = { bytes: 8 * 1024 * 1024, ms: 60_000, what: "the message search" }; // about a million UIDs
+const HEADERS_LIMIT: CommandLimit = { bytes: 4 * 1024 * 1024, ms: 60_000, what: "the list of messages" }; // 80 KB a message
+const MESSAGE_LIMIT: CommandLimit = { bytes: EMAIL_MAX_BYTES + 2 * 1024 * 1024, ms: 180_000, what: "a message" }; // 150 KB/s at least
+const LOGOUT_LIMIT: CommandLimit = { bytes: 64 * 1024, ms: 10_000, what: "logging out" };
+/** A scan takes no new message once it has received this much; the next scan goes on. */
+const SCAN_BYTES = 256 * 1024 * 1024;
 
 interface MailboxCursor { uidValidity?: string; lastUid?: number }
 
@@ -28,15 +36,15 @@ interface MailboxCursor { uidValidity?: string; lastUid?: number }
  */
 export async function scanMailbox(owner: pg.Pool, storage: Storage, outbound: OutboundOptions,
     source: ScanSource<MailboxSettings>, report: ScanReport, limit: Deadline): Promise<void> {
-  const { client, mailbox } = await openMailbox(source.settings, source.secret, outbound, limit);
+  const { client, mailbox, limits } = await openMailbox(source.settings, source.secret, outbound, limit);
   // As the folder was when opened: imapflow raises uidNext with every UID a server mentions later.
   const uidNextAtOpen = Number.isInteger(mailbox.uidNext) ? mailbox.uidNext : null;
-  // A call to the mailbox server: its failure is the source's.
-  const imap = async <T>(call: () => Promise<T>): Promise<T> => {
+  // A call to the mailbox server, its answer bounded: its failure is the source's.
+  const imap: Imap = async (answerLimit, call) => {
     try {
-      return await call();
+      return await limits.run(answerLimit, call);
     } catch (e) {
-      throw new SourceError(describeMailboxError(limit.expired(e), source.settings, source.secret));
+      throw new SourceError(describeMailboxError(limit.expired(limits.failure(e)), source.settings, source.secret));
     }
   };
   try {
@@ -44,7 +52,7 @@ export async function scanMailbox(owner: pg.Pool, storage: Storage, outbound: Ou
     const uidValidity = String(mailbox.uidValidity);
     const continuing = cursor.uidValidity === uidValidity && typeof cursor.lastUid === "number";
     const lastUid = continuing ? cursor.lastUid! : 0;
-    const found = await imap(() => continuing
+    const found = await imap(SEARCH_LIMIT, () => continuing
       ? client.search({ uid: `${lastUid + 1}:*` }, { uid: true })
       : client.search({ since: new Date(Date.now() - FIRST_SCAN_DAYS * 86_400_000) }, { uid: true }));
     if (!Array.isArray(found)) throw new SourceError(`The mailbox server ${source.settings.host}:${source.settings.port} refused to search the folder.`);
@@ -56,25 +64,26 @@ export async function scanMailbox(owner: pg.Pool, storage: Storage, outbound: Ou
     };
 
     let last = lastUid;
+    let stopped = false; // out of time or bytes: the next scan, queued at once, goes on after `last`
     const toRead = uids.slice(0, MAX_MESSAGES_PER_SCAN);
     for (let i = 0; i < toRead.length && !report.disconnected; i += FETCH_BATCH) {
       const batch = toRead.slice(i, i + FETCH_BATCH);
       const asked = new Set(batch);
-      const headers = (await imap(() => client.fetchAll(batch.join(","), { uid: true, size: true, envelope: true, bodyStructure: true }, { uid: true })))
+      const headers = (await imap(HEADERS_LIMIT, () => client.fetchAll(batch.join(","), { uid: true, size: true, envelope: true, bodyStructure: true }, { uid: true })))
         .filter((m) => asked.has(m.uid)) // a server's unasked answers are not read
         .sort((a, b) => a.uid - b.uid);
       for (const message of headers) {
-        if (limit.pastSoft()) break;
+        if (limit.pastSoft() || limits.received() + (message.size ?? 0) > SCAN_BYTES) {
+          stopped = report.more = true;
+          break;
+        }
         report.scanned++;
         await readMessage(imap, client, owner, storage, source, message, uidValidity, report);
         await advance(message.uid);
         last = message.uid;
         if (report.disconnected) break;
       }
-      if (limit.pastSoft()) {
-        report.more = true; // time is up: the next scan, queued at once, goes on from `last`
-        break;
-      }
+      if (stopped) break;
       // A batch is done even where the server answered for fewer messages than asked.
       if (!report.disconnected && batch.at(-1)! > last) {
         last = batch.at(-1)!;
@@ -83,14 +92,15 @@ export async function scanMailbox(owner: pg.Pool, storage: Storage, outbound: Ou
     }
     // A first scan that has read all it found: what is older is never read by the next.
     if (!continuing && !report.more && !report.disconnected) await advance(Math.max(last, (uidNextAtOpen ?? 1) - 1));
-    await client.logout().catch(() => {});
+    await imap(LOGOUT_LIMIT, () => client.logout()).catch(() => {});
   } finally {
+    limits.stop();
     client.close();
   }
 }
 
 type Client = Awaited<ReturnType<typeof openMailbox>>["client"];
-type Imap = <T>(call: () => Promise<T>) => Promise<T>;
+type Imap = <T>(answerLimit: CommandLimit, call: () => Promise<T>) => Promise<T>;
 interface Header { uid: number; size?: number; envelope?: { messageId?: string }; bodyStructure?: MessageStructureObject }
 
 async function readMessage(imap: Imap, client: Client, owner: pg.Pool, storage: Storage, source: ScanSource<MailboxSettings>,
@@ -114,7 +124,7 @@ async function readMessage(imap: Imap, client: Client, owner: pg.Pool, storage: 
       return;
     }
   }
-  const fetched = await imap(() => client.fetchOne(String(message.uid), { source: true }, { uid: true }));
+  const fetched = await imap(MESSAGE_LIMIT, () => client.fetchOne(String(message.uid), { source: true }, { uid: true }));
   if (!fetched || !fetched.source) {
     report.skipped++; // expunged meanwhile
     return;
