@@ -28,6 +28,13 @@ table app_private.job_results (row-level security, forced)
   CREATE UNIQUE INDEX job_results_pkey ON app_private.job_results USING btree (id)
   grants: none
 
+table app_private.worker_heartbeats
+  column pool_id text not null
+  column beat_at timestamp with time zone not null default now()
+  constraint worker_heartbeats_pkey PRIMARY KEY (pool_id)
+  CREATE UNIQUE INDEX worker_heartbeats_pkey ON app_private.worker_heartbeats USING btree (pool_id)
+  grants: none
+
 table app_public.account_daily_totals (row-level security, forced)
   column organization_id uuid not null
   column account_id uuid not null
@@ -1020,6 +1027,16 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.beat_worker_pools(pool_ids text[])
+ RETURNS void
+ LANGUAGE sql
+AS $function$
+  insert into app_private.worker_heartbeats (pool_id, beat_at)
+  select distinct p, now() from unnest(pool_ids) p
+  on conflict (pool_id) do update set beat_at = excluded.beat_at;
+$function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.best_category_rule(org uuid, merchant_name text)
  RETURNS uuid
  LANGUAGE sql
@@ -1592,7 +1609,7 @@ begin
     perform app_private.fail(format('The objectKey must be one of this organization''s stored exports (processor-imports/%s/…).', org));
   end if;
   select (graphile_worker.add_job(task, (coalesce(payload, '{}') || jsonb_build_object('organizationId', org))::json,
-      max_attempts => 5)).id into v_id;
+      queue_name => app_private.job_queue(task, org), max_attempts => 5)).id into v_id;
   return v_id;
 end $function$
 -- grants: <owner>: EXECUTE
@@ -1660,6 +1677,12 @@ AS $function$
            else now() + scan_interval end
    where s.id = receipt_source_id
 $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.forget_worker_pools(pool_ids text[])
+ RETURNS void
+ LANGUAGE sql
+AS $function$ delete from app_private.worker_heartbeats where pool_id = any (pool_ids) $function$
 -- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.import_bank_statement(org uuid, payment_account_id uuid, currency text, rows jsonb, file_name text DEFAULT NULL::text)
@@ -1860,6 +1883,19 @@ CREATE OR REPLACE FUNCTION app_private.item_uuid(item jsonb, key text)
  IMMUTABLE
 AS $function$ select app_private.parse_uuid(app_private.item_text(item, key), format('%s must be a UUID.', key)) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.job_queue(task text, org uuid)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  select case
+    when org is null then null
+    when task = 'extract_receipt' then 'reading:' || org
+    when task in ('scan_mailbox', 'scan_cloud_drive', 'import_processor_balance', 'rebuild_daily_totals') then 'long:' || org
+  end
+$function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.ledger_event_json(e app_public.ledger_events, c app_public.accounts, p app_public.accounts, t app_public.accounts, j app_public.journal_entries)
  RETURNS jsonb
@@ -2654,7 +2690,7 @@ AS $function$
 begin
   perform app_private.check_job_organization(org);
   perform graphile_worker.add_job('extract_receipt', json_build_object('organizationId', org, 'receiptId', receipt_id),
-    max_attempts => 5);
+    queue_name => app_private.job_queue('extract_receipt', org), max_attempts => 5);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -2678,7 +2714,8 @@ AS $function$
 declare v_queued integer;
 begin
   select count(graphile_worker.add_job('extract_receipt', json_build_object('organizationId', org, 'receiptId', r.id, 'reextract', true),
-           max_attempts => 5, job_key => 'reextract:' || r.id, job_key_mode => 'preserve_run_at'))
+           queue_name => app_private.job_queue('extract_receipt', org), max_attempts => 5,
+           job_key => 'reextract:' || r.id, job_key_mode => 'preserve_run_at'))
     into v_queued
     from app_public.receipts r
    where r.organization_id = org and r.event_id is null and r.status <> 'rejected' and r.extracted_at is not null
@@ -2701,7 +2738,8 @@ begin
   if v_kind is null then return null; end if;
   select j.id into v_job from graphile_worker.add_job(app_private.source_scan_task(v_kind),
     json_build_object('organizationId', organization_id, 'receiptSourceId', receipt_source_id),
-    queue_name => v_kind || ':' || receipt_source_id, job_key => 'scan:' || receipt_source_id, max_attempts => 3) j;
+    queue_name => app_private.job_queue(app_private.source_scan_task(v_kind), organization_id),
+    job_key => 'scan:' || receipt_source_id, max_attempts => 3) j;
   return v_job::text;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -3153,6 +3191,29 @@ begin
   end loop;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.release_dead_worker_jobs(dead_after interval, unknown_after interval)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare v_dead text[]; v_released integer;
+begin
+  select coalesce(array_agg(distinct d.locked_by), '{}') into v_dead from (
+    select j.locked_by, j.locked_at from graphile_worker._private_jobs j where j.locked_by is not null
+    union all
+    select q.locked_by, q.locked_at from graphile_worker._private_job_queues q where q.locked_by is not null
+  ) d
+  left join app_private.worker_heartbeats h on h.pool_id = d.locked_by
+  where h.beat_at < now() - dead_after or (h.pool_id is null and d.locked_at < now() - unknown_after);
+  -- Pools gone long ago without a lock left.
+  delete from app_private.worker_heartbeats where beat_at < now() - greatest(dead_after, interval '1 day')
+     or pool_id = any (v_dead);
+  if cardinality(v_dead) = 0 then return 0; end if;
+  select count(*) into v_released from graphile_worker._private_jobs where locked_by = any (v_dead);
+  perform graphile_worker.force_unlock_workers(v_dead);
+  return v_released;
+end $function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.release_idempotency_key(credential text, idem_key text)
  RETURNS void

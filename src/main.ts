@@ -1,6 +1,5 @@
 import "./gc-flags-first.js";
 import { inspect } from "node:util";
-import type { Runner } from "graphile-worker";
 import { loadConfig } from "./config.js";
 import { startEmbeddedPostgres } from "./db/embedded.js";
 import { ensureAuthenticatorLogin, runMigrations } from "./db/migrate.js";
@@ -10,7 +9,7 @@ import { startSmtpIntake, type SmtpIntake } from "./intake/smtp.js";
 import { createStorage } from "./storage/index.js";
 import { flushLogs, logger } from "./logger.js";
 import { commandOf, parentOf, startTimeOf } from "./processes.js";
-import { startWorker, workerPoolSize } from "../worker/run.js";
+import { startWorker, workerPoolSize, type Worker } from "../worker/run.js";
 
 /**
  * `npm start`: a database (DATABASE_URL, else an embedded PostgreSQL under ./.data/postgres),
@@ -50,7 +49,7 @@ const auth = makeApiPool(config.authDatabaseUrl ?? authenticatorUrl(databaseUrl,
 
 const storage = createStorage(config);
 const handle = await makeApp(config, { owner, auth }, storage);
-const worker: Runner | undefined = config.worker ? await startWorker(owner, config.workerConcurrency) : undefined;
+const worker: Worker | undefined = config.worker ? await startWorker(owner, { concurrency: config.workerConcurrency }) : undefined;
 await new Promise<void>((resolve) => handle.server.listen(config.port, config.host, resolve));
 const { port } = handle.server.address() as import("node:net").AddressInfo;
 // The SMTP intake listener (decisions §12), unless SMTP_PORT=off.

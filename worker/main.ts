@@ -11,7 +11,7 @@ if (!config.databaseUrl) {
   process.exit(1);
 }
 const pool = makePool(config.databaseUrl, workerPoolSize(config.workerConcurrency));
-const runner = await startWorker(pool, config.workerConcurrency);
+const runner = await startWorker(pool, { concurrency: config.workerConcurrency });
 logger.info("worker started");
 for (const signal of ["SIGTERM", "SIGINT"] as const) {
   process.once(signal, async () => {

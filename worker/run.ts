@@ -1,15 +1,115 @@
-import { run, type Runner } from "graphile-worker";
+import { EventEmitter } from "node:events";
+import { run, type Runner, type TaskList, type WorkerEvents } from "graphile-worker";
 import type pg from "pg";
-import { closeSandbox } from "../src/receipts/sandbox/index.js";
-import { crontab, taskList } from "./tasks.js";
+import { logger } from "../src/logger.js";
+import { closeSandbox, READERS } from "../src/receipts/sandbox/index.js";
+import { crontab, LANES, taskList as configuredTasks } from "./tasks.js";
 
-export async function startWorker(pgPool: pg.Pool, concurrency = 2): Promise<Runner> {
-  const runner = await run({ pgPool, taskList, crontab, concurrency, noHandleSignals: true, pollInterval: 2000 });
-  // The document reader (a child process keeping its OCR engine) is made on first use and kept for
-  // every later job; it goes with the worker.
-  void runner.promise.finally(() => closeSandbox());
-  return runner;
+/**
+ * The worker: one graphile-worker pool per lane (worker/tasks.ts), each with slots of its own, so
+ * that long jobs (scans, imports) cannot hold the slots that matching and webhooks need, nor
+ * reading the slots of scans. Within a lane, an organization runs one job at a time (its queue,
+ * app_private.job_queue), so the other slots stay free for other organizations.
+ *
+ * Each pool beats every few seconds in app_private.worker_heartbeats; every worker releases the
+ * jobs of pools that stopped beating (a process killed or out of memory), so that they run again
+ * within a minute rather than after graphile-worker's four-hour lock.
+ */
+export interface WorkerOptions {
+  /** Slots of the quick and the long lane each (WORKER_CONCURRENCY); the reading lane has one per document reader. */
+  concurrency?: number;
+  /** How often a pool beats. */
+  heartbeatMs?: number;
+  /** A pool silent this long is dead. */
+  deadAfterMs?: number;
+  /** A lock by a pool that never beat is released after this long. */
+  unknownAfterMs?: number;
+  /** The tasks (tests pass their own storage and configuration). */
+  taskList?: TaskList;
 }
 
-/** Connections a worker's pool needs: one for each job at once, one held for LISTEN, one spare. */
-export const workerPoolSize = (concurrency: number) => Math.max(4, concurrency + 2);
+const HEARTBEAT_MS = 5_000;
+/** Six missed beats: a pool's event loop blocked that long is as good as dead. */
+const DEAD_AFTER_MS = 30_000;
+const UNKNOWN_AFTER_MS = 5 * 60_000;
+
+export interface Worker {
+  stop(): Promise<void>;
+  promise: Promise<void>;
+  /** The pools' ids, as graphile-worker locks jobs with them. */
+  poolIds(): string[];
+}
+
+export async function startWorker(pgPool: pg.Pool, options: WorkerOptions = {}): Promise<Worker> {
+  const concurrency = options.concurrency ?? 2;
+  const tasks = options.taskList ?? configuredTasks;
+  const slots = { quick: concurrency, reading: READERS, long: concurrency };
+  const pools = new Set<string>();
+  const events: WorkerEvents = new EventEmitter();
+  events.on("pool:create", ({ workerPool }) => pools.add(workerPool.id));
+  const heartbeat = startHeartbeat(pgPool, () => [...pools], options);
+
+  const runners: Runner[] = [];
+  try {
+    for (const lane of Object.keys(LANES) as (keyof typeof LANES)[]) {
+      runners.push(await run({
+        pgPool, events, noHandleSignals: true, pollInterval: 2000,
+        taskList: Object.fromEntries(LANES[lane].map((task) => [task, tasks[task]])),
+        concurrency: slots[lane],
+        ...(lane === "quick" ? { crontab } : {}),
+      }, undefined, lane === "quick" ? undefined : []));
+    }
+  } catch (e) {
+    await Promise.all(runners.map((r) => r.stop()));
+    heartbeat.stop();
+    throw e;
+  }
+  heartbeat.beatNow();
+  const promise = Promise.all(runners.map((r) => r.promise)).then(() => undefined);
+  // The document readers (child processes keeping their OCR engines) are made on first use and
+  // kept for every later job; they go with the worker.
+  void promise.finally(() => closeSandbox());
+  return {
+    promise,
+    poolIds: () => [...pools],
+    async stop() {
+      await Promise.all(runners.map((r) => r.stop()));
+      await heartbeat.stop();
+    },
+  };
+}
+
+/** Beats for the pools, and releases the jobs of dead ones, every `heartbeatMs`. */
+function startHeartbeat(pgPool: pg.Pool, poolIds: () => string[], options: WorkerOptions) {
+  const every = options.heartbeatMs ?? HEARTBEAT_MS;
+  const deadAfter = `${(options.deadAfterMs ?? DEAD_AFTER_MS) / 1000} seconds`;
+  const unknownAfter = `${(options.unknownAfterMs ?? UNKNOWN_AFTER_MS) / 1000} seconds`;
+  let beating: Promise<void> = Promise.resolve();
+  const beat = () => {
+    beating = beating.then(async () => {
+      try {
+        const ids = poolIds();
+        if (ids.length > 0) await pgPool.query("select app_private.beat_worker_pools($1)", [ids]);
+        const { rows: [{ released }] } = await pgPool.query<{ released: number }>(
+          "select app_private.release_dead_worker_jobs($1::interval, $2::interval) as released", [deadAfter, unknownAfter]);
+        if (released > 0) logger.warn({ released }, "worker: jobs of a dead worker released, to be run again");
+      } catch (e) {
+        logger.warn({ err: { message: (e as Error).message } }, "worker: heartbeat failed");
+      }
+    });
+  };
+  const timer = setInterval(beat, every);
+  timer.unref();
+  return {
+    beatNow: beat,
+    async stop() {
+      clearInterval(timer);
+      await beating;
+      const ids = poolIds();
+      if (ids.length > 0) await pgPool.query("select app_private.forget_worker_pools($1)", [ids]).catch(() => {});
+    },
+  };
+}
+
+/** Connections a worker's pool needs: one for each slot, one held for LISTEN by each lane, one spare. */
+export const workerPoolSize = (concurrency: number) => 2 * concurrency + READERS + 3 + 1;

@@ -88,4 +88,16 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
 /** The tasks over the configured storage (STORAGE_DIR or S3_BUCKET, read on first use). */
 export const taskList: TaskList = tasksFor(() => createStorage(loadConfig()));
 
+/**
+ * Which pool of the worker runs each task (worker/run.ts), each lane with slots of its own: quick
+ * jobs (seconds: matching, webhooks, housekeeping), reading (a document reader each), and long
+ * ones (minutes: scans, imports, rebuilds). The reading and long tasks are also the ones queued
+ * one at a time per organization (app_private.job_queue).
+ */
+export const LANES = {
+  quick: ["purge_expired", QUEUE_SOURCE_SCANS_TASK, MATCH_RECEIPTS_TASK, DELIVER_WEBHOOK_TASK, REEXTRACT_RECEIPTS_TASK],
+  reading: [EXTRACT_RECEIPT_TASK],
+  long: [SCAN_MAILBOX_TASK, SCAN_CLOUD_DRIVE_TASK, PROCESSOR_IMPORT_TASK, REBUILD_DAILY_TOTALS_TASK],
+} as const;
+
 export const crontab = ["0 * * * * purge_expired ?max=1", `* * * * * ${QUEUE_SOURCE_SCANS_TASK} ?max=1`].join("\n");

@@ -57,8 +57,9 @@ export async function enqueueProcessorImport(db: pg.ClientBase, storage: Storage
   await storage.put(objectKey, createReadStream(options.file));
   try {
     const payload: ProcessorImportPayload = { organizationId: options.organizationId, objectKey, fileName, review: options.review ?? false };
+    // Queued as an operator's job is: on the organization's long-job queue, its key checked.
     const { rows: [job] } = await db.query<{ id: string }>(
-      "select (graphile_worker.add_job($1, $2::json)).id::text as id", [PROCESSOR_IMPORT_TASK, JSON.stringify(payload)]);
+      "select app_private.enqueue_operator_job($1, $2, $3::jsonb)::text as id", [PROCESSOR_IMPORT_TASK, options.organizationId, JSON.stringify(payload)]);
     return { jobId: job.id, objectKey };
   } catch (e) {
     await storage.delete(objectKey).catch(() => {});

@@ -79,7 +79,9 @@ async function recogniseNow(image: Buffer, layout: PageLayout, deadline: number)
       worker = undefined;
       currentLayout = undefined;
       void w.terminate();
-      reject(new Error(`OCR took longer than ${deadline / 1000} s; the image was given up.`));
+      // Permanent: the same image would take as long again, holding a reader every other
+      // organization waits on.
+      reject(Object.assign(new Error(`OCR took longer than ${deadline / 1000} s; the image was given up.`), { permanent: true }));
     }, deadline);
   });
   try {

@@ -30,7 +30,8 @@ process.on("message", (message: ReaderRequest) => {
       type: "error", id, rss: process.memoryUsage().rss,
       error: {
         message: error instanceof Error ? error.message : String(error),
-        permanent: (error as { permanent?: unknown } | null)?.permanent === true,
+        // A document that overflows the stack or an array's length would do so again.
+        permanent: (error as { permanent?: unknown } | null)?.permanent === true || error instanceof RangeError,
       },
     }),
   );

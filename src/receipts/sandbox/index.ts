@@ -5,8 +5,11 @@
  * PDF of 150,000 tiny pages exhausted the heap. Here each document gets a deadline and the
  * reader a heap limit; a reader that overruns is killed and the document refused for good.
  *
- * One reader process serves every request, one at a time (it keeps its OCR engine, which costs
- * about half a second to start). It is started on first use and replaced after a kill or crash.
+ * A few reader processes serve every request, each one document at a time (each keeps its OCR
+ * engine, which costs about half a second to start): a document that takes a reader to its
+ * deadline holds that reader alone, and the worker reads one organization's documents one at a
+ * time, so another organization's receipt finds a reader free. Each reader is started on first
+ * use and replaced after a kill or crash.
  */
 import { type ChildProcess, fork } from "node:child_process";
 import { createRequire } from "node:module";
@@ -29,6 +32,9 @@ const STARTUP_TIMEOUT_MS = 60_000;
 /** How long a reader asked to close may take before it is killed. */
 const CLOSE_GRACE_MS = 3_000;
 
+/** Readers at once: as many as the worker's reading jobs (worker/run.ts), each up to READER_HEAP_MB. */
+export const READERS = 2;
+
 export interface SandboxInput {
   bytes: Buffer;
   contentType: string;
@@ -48,8 +54,10 @@ interface Reader {
   closing: boolean;
 }
 
-let current: Reader | undefined;
-let queue: Promise<unknown> = Promise.resolve();
+/** The reader of each slot, if started; a request holds a slot from start to answer. */
+const slots: (Reader | undefined)[] = Array.from({ length: READERS }, () => undefined);
+const busy = new Set<number>();
+const waiting: ((slot: number) => void)[] = [];
 let nextId = 0;
 
 const ENTRY = fileURLToPath(new URL(import.meta.url.endsWith(".ts") ? "./child.ts" : "./child.js", import.meta.url));
@@ -77,7 +85,7 @@ function readerExecArgv(): string[] {
   return [...kept, `--max-old-space-size=${READER_HEAP_MB}`];
 }
 
-function startReader(): Reader {
+function startReader(slot: number): Reader {
   const proc = fork(ENTRY, [], {
     execArgv: readerExecArgv(),
     serialization: "advanced",
@@ -86,7 +94,7 @@ function startReader(): Reader {
   const reader: Reader = { proc, ready: Promise.resolve(), exited: false, closing: false };
   proc.once("exit", () => {
     reader.exited = true;
-    if (current === reader) current = undefined;
+    if (slots[slot] === reader) slots[slot] = undefined;
   });
   reader.ready = new Promise<void>((resolve, reject) => {
     const done = (error?: Error) => {
@@ -114,8 +122,13 @@ function startReader(): Reader {
 }
 
 function kill(reader: Reader): void {
-  if (current === reader) current = undefined;
+  forget(reader);
   if (!reader.exited) reader.proc.kill("SIGKILL");
+}
+
+function forget(reader: Reader): void {
+  const slot = slots.indexOf(reader);
+  if (slot >= 0) slots[slot] = undefined;
 }
 
 /** An idle reader must not keep this process alive; a busy one must. */
@@ -129,8 +142,8 @@ function hold(reader: Reader, busy: boolean): void {
   }
 }
 
-async function readOne(input: SandboxInput, timeoutMs: number): Promise<ReceiptExtraction> {
-  const reader = current ??= startReader();
+async function readOne(slot: number, input: SandboxInput, timeoutMs: number): Promise<ReceiptExtraction> {
+  const reader = slots[slot] ??= startReader(slot);
   hold(reader, true);
   try {
     await reader.ready;
@@ -139,7 +152,7 @@ async function readOne(input: SandboxInput, timeoutMs: number): Promise<ReceiptE
     hold(reader, false);
     throw error;
   }
-  if (reader.exited) return readOne(input, timeoutMs);
+  if (reader.exited) return readOne(slot, input, timeoutMs);
   const { proc } = reader;
   const id = ++nextId;
   return new Promise<ReceiptExtraction>((resolve, reject) => {
@@ -184,15 +197,31 @@ async function readOne(input: SandboxInput, timeoutMs: number): Promise<ReceiptE
  * Reads a receipt in the reader process. Rejects with `permanent = true` when the document
  * itself is the problem: unreadable, past the deadline, or fatal to the reader.
  */
-export function extractInSandbox(input: SandboxInput, options: { timeoutMs?: number } = {}): Promise<ReceiptExtraction> {
-  const job = queue.then(() => readOne(input, options.timeoutMs ?? EXTRACTION_TIMEOUT_MS));
-  queue = job.catch(() => undefined);
-  return job;
+export async function extractInSandbox(input: SandboxInput, options: { timeoutMs?: number } = {}): Promise<ReceiptExtraction> {
+  const slot = await freeSlot();
+  try {
+    return await readOne(slot, input, options.timeoutMs ?? EXTRACTION_TIMEOUT_MS);
+  } finally {
+    const next = waiting.shift();
+    if (next) next(slot);
+    else busy.delete(slot);
+  }
+}
+
+/** The lowest free slot (so that one request at a time always uses the same reader), else the first to come free. */
+function freeSlot(): Promise<number> {
+  for (let slot = 0; slot < READERS; slot++) {
+    if (!busy.has(slot)) {
+      busy.add(slot);
+      return Promise.resolve(slot);
+    }
+  }
+  return new Promise((resolve) => waiting.push(resolve));
 }
 
 /** Asks a reader to end (closing its OCR engine), killing it if it takes too long. */
 async function retire(reader: Reader): Promise<void> {
-  if (current === reader) current = undefined;
+  forget(reader);
   if (reader.exited) return;
   reader.closing = true;
   const exited = new Promise<void>((resolve) => reader.proc.once("exit", () => resolve()));
@@ -207,13 +236,13 @@ async function retire(reader: Reader): Promise<void> {
   clearTimeout(timer);
 }
 
-/** Ends the reader process (worker shutdown, tests); the next request starts another. */
+/** Ends the reader processes (worker shutdown, tests); the next request starts another. */
 export async function closeSandbox(): Promise<void> {
-  const reader = current;
-  if (reader) await retire(reader);
+  await Promise.all(slots.filter((reader) => reader !== undefined).map(retire));
 }
 
-/** The reader's process id, if one is running (tests). */
+/** The process id of the first slot's reader, if one is running: the one a lone request uses (tests). */
 export function sandboxPid(): number | undefined {
-  return current && !current.exited ? current.proc.pid : undefined;
+  const reader = slots[0];
+  return reader && !reader.exited ? reader.proc.pid : undefined;
 }
