@@ -22,6 +22,12 @@ beforeAll(async () => {
   endless = await startHostileImap({ mode: "endless-fetch" });
   trickle = await startHostileImap({ mode: "trickle", lineEveryMs: 100 });
 });
+async function until(check: () => boolean, ms: number): Promise<void> {
+  for (const end = Date.now() + ms; !check(); await new Promise((resolve) => setTimeout(resolve, 50))) {
+    if (Date.now() > end) throw new Error("timed out");
+  }
+}
+
 afterAll(async () => {
   await endless?.close();
   await trickle?.close();
@@ -55,6 +61,21 @@ it("cuts off a server that answers the message list without end, and marks the m
     "select status, error from app_private.job_results where job_name = 'scan_mailbox' order by id desc limit 1");
   expect(job.status).toBe("failed");
   expect(job.error).not.toContain("pw-secret");
+});
+
+it("stops a scan in flight when its mailbox is disconnected", async () => {
+  const connected = dataOf(await h.gql(CONNECT, { o: t.organizationId, port: trickle.port }, t.ownerJwt), "connectMailbox");
+  expect(connected).toMatchObject({ success: true });
+  const scanning = runJobs(h, 1);
+  await until(() => trickle.fetches() > 0, 10_000); // the scan waits on the trickling answer
+  const started = Date.now();
+  expect(dataOf(await h.gql(`mutation($o: UUID!, $m: UUID!) { disconnectMailbox(organizationId: $o, mailboxId: $m) { success } }`,
+    { o: t.organizationId, m: connected.mailbox.id }, t.ownerJwt), "disconnectMailbox")).toEqual({ success: true });
+  await scanning;
+  expect(Date.now() - started).toBeLessThan(10_000);
+  const { rows: [job] } = await h.owner.query(
+    "select status, result from app_private.job_results where job_name = 'scan_mailbox' order by id desc limit 1");
+  expect(job).toMatchObject({ status: "succeeded", result: { receiptSourceId: connected.mailbox.id, disconnected: true } });
 });
 
 it("cuts off a command whose answer trickles past its time limit", async () => {

@@ -32,7 +32,8 @@ export function networkFailure(e: unknown, where: string, timeoutSeconds: number
  * server, not one that trickles a byte at a time. `signal` aborts when it passes (the caller
  * closes its client then); `expired(e)` is the error to report for whatever failed because of it.
  * `pastSoft()`: the time to stop taking new work has come (at `softMs`), so that a slow but honest
- * server's scan ends with `more` rather than cut off.
+ * server's scan ends with `more` rather than cut off. `cancel(why)` ends it early (the source was
+ * disconnected): `signal` aborts and `expired` answers `why`.
  */
 export function deadline(ms: number, what: string, softMs = ms) {
   const controller = new AbortController();
@@ -44,7 +45,11 @@ export function deadline(ms: number, what: string, softMs = ms) {
     signal: controller.signal,
     pastSoft: () => Date.now() >= soft,
     /** The deadline's error when it has passed (whatever `e` says), else `e`. */
-    expired: (e: unknown): unknown => (controller.signal.aborted ? reason : e),
+    expired: (e: unknown): unknown => (controller.signal.aborted ? controller.signal.reason : e),
+    cancel: (why: SourceError) => {
+      clearTimeout(timer);
+      controller.abort(why);
+    },
     clear: () => clearTimeout(timer),
   };
 }

@@ -36,6 +36,8 @@ export interface SourceScanDeps { owner: pg.Pool; storage: Storage; config: Conf
 /** A scan in all: a server that trickles bytes cannot hold a worker's slot longer. A scan takes no new message or object after 8 minutes. */
 const SCAN_DEADLINE_MS = 10 * 60_000;
 const SCAN_SOFT_LIMIT_MS = 8 * 60_000;
+/** How soon a scan notices that its source was disconnected, and stops. */
+const DISCONNECT_CHECK_MS = 5_000;
 
 /**
  * One scan of a mailbox or cloud drive. What the tenant's server does wrong (a refused login, an
@@ -57,6 +59,15 @@ export async function runSourceScan(deps: SourceScanDeps, payload: SourceScanPay
   const report: ScanReport = emptyScanReport();
   let secret = "";
   const limit = deadline(SCAN_DEADLINE_MS, "The scan", SCAN_SOFT_LIMIT_MS);
+  // Disconnecting a source stops its scan in flight: the person asked for nothing more from it.
+  const watch = setInterval(() => {
+    owner.query<{ gone: boolean }>("select app_private.source_for_scan($1) is null as gone", [id]).then(({ rows: [{ gone }] }) => {
+      if (!gone) return;
+      report.disconnected = true;
+      limit.cancel(new SourceError("The source was disconnected during its scan."));
+    }, () => {});
+  }, DISCONNECT_CHECK_MS);
+  watch.unref();
   try {
     // A secret that does not open is this server's SECRETS_KEY, not the tenant's doing: an
     // error of ours, in job_results and the log for the operator.
@@ -69,6 +80,7 @@ export async function runSourceScan(deps: SourceScanDeps, payload: SourceScanPay
     }
   } catch (e) {
     const result = { receiptSourceId: id, ...report };
+    if (report.disconnected) return result;
     if (e instanceof SourceError) {
       const reason = withoutSecret(e.message, secret);
       // The database unreachable: the job fails, and graphile-worker retries it.
@@ -77,6 +89,7 @@ export async function runSourceScan(deps: SourceScanDeps, payload: SourceScanPay
     }
     throw Object.assign(new Error(withoutSecret(`The scan failed on our side: ${(e as Error).message}`, secret)), { result });
   } finally {
+    clearInterval(watch);
     limit.clear();
   }
   if (!report.disconnected) await finish(null, report.more);
