@@ -9,11 +9,12 @@ import { startSmtpIntake, type SmtpIntake } from "./intake/smtp.js";
 import { createStorage } from "./storage/index.js";
 import { flushLogs, logger } from "./logger.js";
 import { commandOf, parentOf, startTimeOf } from "./processes.js";
-import { startWorker, workerPoolSize, type Worker } from "../worker/run.js";
+import { startWorkerChild, type WorkerChild } from "../worker/child.js";
 
 /**
  * `npm start`: a database (DATABASE_URL, else an embedded PostgreSQL under ./.data/postgres),
- * migrations, the worker in-process (unless WORKER=off), then the HTTP server.
+ * migrations, the worker in a child process (unless WORKER=off; worker/child.ts), then the HTTP
+ * server.
  */
 // A start that cannot complete (database unreachable, port taken, bad setting) says why in one
 // log line and exits 1, instead of a stack trace.
@@ -42,14 +43,14 @@ if (!databaseUrl) {
 }
 
 await runMigrations(databaseUrl);
-// Health checks, and the in-process worker's jobs when it is on.
-const owner = makePool(databaseUrl, config.worker ? workerPoolSize(config.workerConcurrency) : 4);
+// Health checks, intake and uploads; the worker has a pool of its own, in its own process.
+const owner = makePool(databaseUrl, 4);
 if (!config.authDatabaseUrl) await ensureAuthenticatorLogin(owner, config.authenticatorPassword);
 const auth = makeApiPool(config.authDatabaseUrl ?? authenticatorUrl(databaseUrl, config.authenticatorPassword), config);
 
 const storage = createStorage(config);
 const handle = await makeApp(config, { owner, auth }, storage);
-const worker: Worker | undefined = config.worker ? await startWorker(owner, { concurrency: config.workerConcurrency }) : undefined;
+const worker: WorkerChild | undefined = config.worker ? startWorkerChild({ ...process.env, DATABASE_URL: databaseUrl }) : undefined;
 await new Promise<void>((resolve) => handle.server.listen(config.port, config.host, resolve));
 const { port } = handle.server.address() as import("node:net").AddressInfo;
 // The SMTP intake listener (decisions §12), unless SMTP_PORT=off.

@@ -1,10 +1,13 @@
 import "../src/gc-flags-first.js";
 import { loadConfig } from "../src/config.js";
 import { makePool } from "../src/db/pools.js";
-import { logger } from "../src/logger.js";
+import { flushLogs, logger } from "../src/logger.js";
 import { startWorker, workerPoolSize } from "./run.js";
 
-/** `npm run worker`: the job worker alone, for scale-out. Needs DATABASE_URL (the owner). */
+/**
+ * `npm run worker`: the job worker alone, for scale-out; also the child process that `npm start`
+ * runs its worker in (worker/child.ts). Needs DATABASE_URL (the owner).
+ */
 const config = loadConfig();
 if (!config.databaseUrl) {
   logger.error("DATABASE_URL is required to run the worker on its own.");
@@ -13,10 +16,24 @@ if (!config.databaseUrl) {
 const pool = makePool(config.databaseUrl, workerPoolSize(config.workerConcurrency));
 const runner = await startWorker(pool, { concurrency: config.workerConcurrency });
 logger.info("worker started");
-for (const signal of ["SIGTERM", "SIGINT"] as const) {
-  process.once(signal, async () => {
-    await runner.stop();
-    await pool.end();
-    process.exit(0);
-  });
+
+/** A stop that overruns this (a job that ignores it) exits anyway: its jobs go to the next worker. */
+const STOP_DEADLINE_MS = 12_000;
+let stopping = false;
+async function stop(reason: string) {
+  if (stopping) return;
+  stopping = true;
+  logger.info({ reason }, "worker stopping");
+  setTimeout(() => {
+    logger.error("worker stop did not finish in time; exiting");
+    flushLogs();
+    process.exit(1);
+  }, STOP_DEADLINE_MS).unref();
+  await runner.stop();
+  await pool.end();
+  flushLogs();
+  process.exit(0);
 }
+for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => void stop(signal));
+// Run by `npm start` (worker/child.ts): its parent gone, even killed outright, this goes too.
+if (process.send) process.once("disconnect", () => void stop("the API process is gone"));

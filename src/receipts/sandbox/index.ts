@@ -12,8 +12,8 @@
  * use and replaced after a kill or crash.
  */
 import { type ChildProcess, fork } from "node:child_process";
-import { createRequire } from "node:module";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
+import { typescriptChildExecArgv } from "../../typescript-child.js";
 import type { DateOrder, ReceiptExtraction } from "../extraction/types.js";
 import type { ReaderReply, ReaderRequest } from "./protocol.js";
 
@@ -62,32 +62,9 @@ let nextId = 0;
 
 const ENTRY = fileURLToPath(new URL(import.meta.url.endsWith(".ts") ? "./child.ts" : "./child.js", import.meta.url));
 
-/**
- * The reader runs under the same TypeScript loader as this process. Under `tsx` the loader flags
- * are in process.execArgv (`--require …/tsx/dist/preflight.cjs --import …/tsx/dist/loader.mjs`)
- * and are passed on; elsewhere (vitest transforms modules itself) tsx's loader is added.
- */
-function readerExecArgv(): string[] {
-  const kept: string[] = [];
-  const args = process.execArgv;
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if ((arg === "--import" || arg === "--require" || arg === "-r") && /[/\\]tsx[/\\]|^tsx(\/|$)/.test(args[i + 1] ?? "")) {
-      kept.push(arg, args[++i]);
-    } else if (/^--(import|require)=.*tsx/.test(arg)) {
-      kept.push(arg);
-    }
-  }
-  if (!kept.some((arg) => /^--import(=|$)/.test(arg)) && ENTRY.endsWith(".ts")) {
-    const loader = createRequire(import.meta.url).resolve("tsx");
-    kept.push("--import", pathToFileURL(loader).href);
-  }
-  return [...kept, `--max-old-space-size=${READER_HEAP_MB}`];
-}
-
 function startReader(slot: number): Reader {
   const proc = fork(ENTRY, [], {
-    execArgv: readerExecArgv(),
+    execArgv: typescriptChildExecArgv(ENTRY, READER_HEAP_MB),
     serialization: "advanced",
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
