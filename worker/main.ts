@@ -1,24 +1,19 @@
 import "../src/gc-flags-first.js";
+import type pg from "pg";
 import { loadConfig } from "../src/config.js";
 import { makePool } from "../src/db/pools.js";
 import { flushLogs, logger } from "../src/logger.js";
-import { startWorker, workerPoolSize } from "./run.js";
+import { startWorker, workerPoolSize, type Worker } from "./run.js";
 
 /**
  * `npm run worker`: the job worker alone, for scale-out; also the child process that `npm start`
  * runs its worker in (worker/child.ts). Needs DATABASE_URL (the owner).
  */
-const config = loadConfig();
-if (!config.databaseUrl) {
-  logger.error("DATABASE_URL is required to run the worker on its own.");
-  process.exit(1);
-}
-const pool = makePool(config.databaseUrl, workerPoolSize(config.workerConcurrency));
-const runner = await startWorker(pool, { concurrency: config.workerConcurrency });
-logger.info("worker started");
 
 /** A stop that overruns this (a job that ignores it) exits anyway: its jobs go to the next worker. */
 const STOP_DEADLINE_MS = 12_000;
+let pool: pg.Pool | undefined;
+let runner: Worker | undefined;
 let stopping = false;
 async function stop(reason: string) {
   if (stopping) return;
@@ -29,11 +24,28 @@ async function stop(reason: string) {
     flushLogs();
     process.exit(1);
   }, STOP_DEADLINE_MS).unref();
-  await runner.stop();
-  await pool.end();
+  await runner?.stop();
+  await pool?.end();
   flushLogs();
   process.exit(0);
 }
+// Before anything that takes time: a parent that goes while this starts must not be missed.
 for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => void stop(signal));
 // Run by `npm start` (worker/child.ts): its parent gone, even killed outright, this goes too.
-if (process.send) process.once("disconnect", () => void stop("the API process is gone"));
+if (process.send) {
+  process.once("disconnect", () => void stop("the API process is gone"));
+  if (!process.connected) void stop("the API process is gone");
+}
+
+const config = loadConfig();
+if (!config.databaseUrl) {
+  logger.error("DATABASE_URL is required to run the worker on its own.");
+  process.exit(1);
+}
+pool = makePool(config.databaseUrl, workerPoolSize(config.workerConcurrency));
+const started = await startWorker(pool, { concurrency: config.workerConcurrency });
+if (stopping) await started.stop();
+else {
+  runner = started;
+  logger.info("worker started");
+}
