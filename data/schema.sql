@@ -764,7 +764,8 @@ CREATE OR REPLACE FUNCTION app_private.add_webhook_attempt_job(organization_id u
 AS $function$
 begin
   perform graphile_worker.add_job('deliver_webhook', json_build_object('organizationId', organization_id, 'deliveryId', delivery_id),
-    queue_name => 'webhook:' || webhook_endpoint_id, run_at => at, max_attempts => 5, job_key => 'webhook-delivery:' || delivery_id);
+    queue_name => app_private.job_queue('deliver_webhook', organization_id), run_at => at, max_attempts => 5,
+    job_key => 'webhook-delivery:' || delivery_id);
 end $function$
 -- grants: <owner>: EXECUTE
 
@@ -1893,6 +1894,8 @@ AS $function$
     when org is null then null
     when task = 'extract_receipt' then 'reading:' || org
     when task in ('scan_mailbox', 'scan_cloud_drive', 'import_processor_balance', 'rebuild_daily_totals') then 'long:' || org
+    when task = 'match_receipts' then 'matching:' || org
+    when task = 'deliver_webhook' then 'webhook:' || org
   end
 $function$
 -- grants: <owner>: EXECUTE
@@ -2650,6 +2653,20 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.purge_empty_job_queues()
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare v_removed integer;
+begin
+  delete from graphile_worker._private_job_queues q
+   where q.locked_at is null
+     and not exists (select 1 from graphile_worker._private_jobs j where j.job_queue_id = q.id);
+  get diagnostics v_removed = row_count;
+  return v_removed;
+end $function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.purge_expired()
  RETURNS void
  LANGUAGE sql
@@ -2703,7 +2720,8 @@ AS $function$
 begin
   perform app_private.check_job_organization(org);
   perform graphile_worker.add_job('match_receipts', json_build_object('organizationId', org, 'receiptIds', receipt_ids,
-    'amounts', (select array_agg(a::text) from unnest(amounts) a)), max_attempts => 10);
+    'amounts', (select array_agg(a::text) from unnest(amounts) a)),
+    queue_name => app_private.job_queue('match_receipts', org), max_attempts => 10);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 

@@ -161,22 +161,24 @@ describe("two API processes and two workers on one database", () => {
 
   it("run each job once: 40 queued jobs are shared by both workers, none run twice, the queue ends empty", async () => {
     const JOBS = 40;
-    const org = t.organizationId;
-    // Matching runs take a lock per organization (app_private.match_receipts). Holding it here
-    // keeps every job a worker takes waiting in that worker: with a concurrency of 2, the four
-    // jobs in progress at once can only be two in each process.
+    // An organization's matching runs one at a time (its own queue): four organizations, ten each.
+    const orgs = [t.organizationId, ...await Promise.all([1, 2, 3].map(async () => (await createTenant(h)).organizationId))];
+    // Matching runs take a lock per organization (app_private.match_receipts). Holding the four
+    // here keeps every job a worker takes waiting in that worker: with a concurrency of 2, the
+    // four jobs in progress at once can only be two in each process.
     const holder = await h.owner.connect();
     let released = false;
     const release = async () => {
       if (released) return;
       released = true;
-      await holder.query("select pg_advisory_unlock(hashtext('match_receipts:' || $1::uuid))", [org]);
+      await holder.query("select pg_advisory_unlock(hashtext('match_receipts:' || o)) from unnest($1::uuid[]) o", [orgs]);
       holder.release();
     };
     try {
-      await holder.query("select pg_advisory_lock(hashtext('match_receipts:' || $1::uuid))", [org]);
+      await holder.query("select pg_advisory_lock(hashtext('match_receipts:' || o)) from unnest($1::uuid[]) o", [orgs]);
       // Queued as the database queues them (after extraction, or when events change), all in one commit.
-      await h.owner.query("select app_private.queue_receipt_matching($1) from generate_series(1, $2::int)", [org, JOBS]);
+      await h.owner.query("select app_private.queue_receipt_matching(o) from unnest($1::uuid[]) o, generate_series(1, $2::int)",
+        [orgs, JOBS / orgs.length]);
       const queued = (await h.owner.query<{ id: string }>(
         "select id::text from graphile_worker.jobs where task_identifier = 'match_receipts'")).rows.map((r) => r.id).sort();
       expect(queued).toHaveLength(JOBS);
@@ -200,7 +202,7 @@ describe("two API processes and two workers on one database", () => {
       // Every job's one attempt is recorded (worker/job-results.ts), and the queue empties.
       const results = await until("every job recorded", async () => {
         const { rows } = await h.owner.query<{ job_id: string; attempt: number; status: string; result: unknown }>(
-          "select job_id, attempt, status, result from app_private.job_results where job_name = 'match_receipts' and organization_id = $1", [org]);
+          "select job_id, attempt, status, result from app_private.job_results where job_name = 'match_receipts' and organization_id = any($1)", [orgs]);
         return rows.length >= JOBS ? rows : undefined;
       });
       await until("an empty queue", async () => {
@@ -208,7 +210,7 @@ describe("two API processes and two workers on one database", () => {
         return n === 0;
       });
       const { rows: after } = await h.owner.query(
-        "select count(*)::int as n from app_private.job_results where job_name = 'match_receipts' and organization_id = $1", [org]);
+        "select count(*)::int as n from app_private.job_results where job_name = 'match_receipts' and organization_id = any($1)", [orgs]);
       expect(after[0].n).toBe(JOBS);
       expect(results.map((r) => r.job_id).sort()).toEqual(queued);
       expect(results.every((r) => r.attempt === 1 && r.status === "succeeded")).toBe(true);
