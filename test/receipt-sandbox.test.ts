@@ -104,7 +104,7 @@ describe("receipt extraction sandbox", () => {
     const pid = sandboxPid()!;
     const pending = extractInSandbox({ bytes: bomb, contentType: "application/pdf", dateOrder: "auto" }, { timeoutMs: 30_000 })
       .then(() => undefined, (e: unknown) => e as Error & { permanent?: boolean });
-    // A queued request waits its turn, then gets a fresh reader.
+    // Another request meanwhile is read by the second reader.
     const queued = extractInSandbox({ bytes: Buffer.from("Queued Co\n2024-02-03\nTOTAL 9.99\n"), contentType: "text/plain", dateOrder: "auto" });
     await new Promise((resolve) => setTimeout(resolve, 500));
     process.kill(pid, "SIGKILL"); // as the kernel's OOM killer, or V8's heap limit, would
@@ -115,7 +115,18 @@ describe("receipt extraction sandbox", () => {
     expect(sandboxPid()).not.toBe(pid);
   });
 
-  it("closes the reader, and starts another on the next request", async () => {
+  it("reads another document on the second reader while a slow one holds the first", async () => {
+    const slow = extractInSandbox({ bytes: await bombPdf(), contentType: "application/pdf", dateOrder: "auto" }, { timeoutMs: 5_000 })
+      .then(() => undefined, (e: unknown) => e as Error);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const started = Date.now();
+    await expect(extractInSandbox({ bytes: Buffer.from("Other Org Ltd\n2024-02-03\nTOTAL 4.50\n"), contentType: "text/plain", dateOrder: "auto" }))
+      .resolves.toMatchObject({ vendorName: "Other Org Ltd", amount: "4.50" });
+    expect(Date.now() - started).toBeLessThan(4_000); // a reader's start, not the slow document's 5 s
+    expect((await slow)?.message).toBe("Reading the document took longer than 5 s.");
+  });
+
+  it("closes the readers, and starts another on the next request", async () => {
     await extractInSandbox({ bytes: Buffer.from("warm up"), contentType: "text/plain", dateOrder: "auto" });
     expect(sandboxPid()).toBeDefined();
     await closeSandbox();
