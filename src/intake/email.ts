@@ -1,5 +1,6 @@
 import { Transform, type Readable, type TransformCallback } from "node:stream";
-import { parseAddressHeader, simpleParser, type AddressObject, type Attachment, type EmailAddress } from "mailparser";
+import { MimeReaders, ReaderOverrun } from "./mime-reader/pool.js";
+import type { ReadEmail } from "./mime-reader/protocol.js";
 import type { IntakePart } from "./receive.js";
 
 /** At most this much per message, SMTP and POST /intake/email alike (decisions §12). */
@@ -27,21 +28,31 @@ export class ByteLimit extends Transform {
 /** A message the parser refuses (too many MIME parts, oversized headers, broken structure): sending it again cannot help. */
 export class MalformedMessage extends Error {}
 
+/** A message whose reading ran past its deadline: the reader was stopped, and it would be again. */
+export class MessageTookTooLong extends MalformedMessage {}
+
 /**
- * Messages parsed at once, SMTP and HTTP together: the parser holds a message's attachments in
- * memory (up to 25 MiB each), so concurrency, not the number of connections, bounds memory.
+ * Messages read at once, SMTP, HTTP and mailbox scans together, each on its own thread: a reader
+ * holds a message's attachments in memory (up to 25 MiB), so concurrency, not the number of
+ * connections, bounds memory. A slot is taken before the message is read off the wire.
  */
 const MAX_PARSING = 3;
-let parsing = 0;
-const waiting: (() => void)[] = [];
-async function parsingSlot(): Promise<() => void> {
-  if (parsing >= MAX_PARSING) await new Promise<void>((resolve) => waiting.push(resolve));
-  parsing++;
-  return () => {
-    parsing--;
-    waiting.shift()?.();
-  };
-}
+
+/**
+ * Each reader thread's heap. The largest message of plain text (25 MiB, held as strings while it
+ * is decoded) needs 100 to 128 MiB of it, attachments far less (their bytes are outside the heap);
+ * past this the thread dies and the message is refused. Three threads stay well under 1 GB.
+ */
+const READER_HEAP_MB = 192;
+
+/**
+ * How long one message may take on its thread. The largest messages read in 0.5 to 2 s, and the
+ * HTML-to-text limit keeps each conversion short; only a pathological message (a dozen HTML parts
+ * each just under that limit) gets here, holding a thread, and a core, until then.
+ */
+const READ_DEADLINE_MS = 10_000;
+
+const readers = new MimeReaders({ threads: MAX_PARSING, heapMb: READER_HEAP_MB, deadlineMs: READ_DEADLINE_MS });
 
 export interface ParsedEmail {
   messageId: string | null;
@@ -51,50 +62,83 @@ export interface ParsedEmail {
   recipients: string[];
   /** The attachments that may be receipts (inline images of the HTML body left out). */
   parts: IntakePart[];
+  /** The text body, or the HTML body's text, cut to what receipt extraction reads. */
   text: string;
 }
 
-/** Reads a raw MIME message (RFC 5322) into what intake needs. */
-export async function parseEmail(source: Readable | Buffer): Promise<ParsedEmail> {
-  const release = await parsingSlot();
-  let mail;
+/**
+ * Reads a raw MIME message (RFC 5322) into what intake needs, on a reader thread: never on this
+ * event loop. Rejects with MessageTooLarge past EMAIL_MAX_BYTES, with MalformedMessage for a
+ * message that cannot be read (MessageTookTooLong past the deadline). `readers`: other threads
+ * with other limits (tests).
+ */
+export async function parseEmail(source: Readable | Buffer, options: { readers?: MimeReaders } = {}): Promise<ParsedEmail> {
+  const reader = await (options.readers ?? readers).reserve();
   try {
-    // keepCidLinks: the HTML keeps its cid: references, which tell inline images apart.
-    mail = await simpleParser(source, { keepCidLinks: true });
-  } catch (e) {
-    if (e instanceof MessageTooLarge) throw e;
-    throw new MalformedMessage(`The message could not be read: ${(e as Error).message}`);
+    const bytes = await messageBytes(source);
+    let reply;
+    try {
+      reply = await reader.read(bytes);
+    } catch (e) {
+      if (!(e instanceof ReaderOverrun)) throw e;
+      throw e.bound === "deadline" ? new MessageTookTooLong(e.message) : new MalformedMessage(e.message);
+    }
+    if (reply.type === "unreadable") throw new MalformedMessage(reply.reason);
+    return asParsed(reply.email);
   } finally {
-    release();
+    reader.release();
   }
-  const html = typeof mail.html === "string" ? mail.html : "";
-  const recipients = [
-    ...addressesOf(mail.to), ...addressesOf(mail.cc),
-    ...mail.headerLines
-      .filter((h) => h.key === "delivered-to" || h.key === "x-original-to")
-      .flatMap((h) => addressesOf(parseAddressHeader(h.line.slice(h.line.indexOf(":") + 1)))),
-  ];
-  return {
-    messageId: mail.messageId ?? null,
-    sender: addressesOf(mail.from)[0] ?? null,
-    recipients: [...new Set(recipients.map((a) => a.toLowerCase()))],
-    parts: mail.attachments
-      .filter((a) => !isInlineImage(a, html))
-      .map((a, i) => ({ filename: a.filename || `attachment-${i + 1}`, contentType: a.contentType, content: a.content })),
-    text: mail.text ?? "",
-  };
+}
+
+/** Ends the reader threads (shutdown, tests); the next message starts them again. */
+export function closeEmailReaders(): Promise<void> {
+  return readers.close();
 }
 
 /**
- * A picture of the HTML body (a logo, a signature): shown inline through a Content-ID the HTML
- * refers to, or part of the body's multipart/related. Not a receipt.
+ * The whole message in a buffer of its own (so that it can be transferred to the thread, not
+ * copied again), at most EMAIL_MAX_BYTES. A given Buffer is copied: the caller keeps it.
  */
-function isInlineImage(a: Attachment, html: string): boolean {
-  if (a.related) return true;
-  return a.contentDisposition === "inline" && !!a.cid && html.includes(`cid:${a.cid}`);
+async function messageBytes(source: Readable | Buffer): Promise<Uint8Array> {
+  if (Buffer.isBuffer(source)) {
+    if (source.length > EMAIL_MAX_BYTES) throw new MessageTooLarge();
+    return new Uint8Array(source);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  try {
+    // Iterated, not piped: the source's error (or its end before the message's) ends the wait.
+    for await (const chunk of source as AsyncIterable<Buffer>) {
+      size += chunk.length;
+      if (size > EMAIL_MAX_BYTES) throw new MessageTooLarge();
+      chunks.push(chunk);
+    }
+  } catch (e) {
+    if (e instanceof MessageTooLarge) throw e;
+    throw new MalformedMessage(`The message could not be read: ${(e as Error).message}`);
+  }
+  const bytes = new Uint8Array(size);
+  let at = 0;
+  for (const chunk of chunks) {
+    bytes.set(chunk, at);
+    at += chunk.length;
+  }
+  return bytes;
 }
 
-function addressesOf(header: AddressObject | AddressObject[] | undefined): string[] {
-  const flat = (list: EmailAddress[]): string[] => list.flatMap((e) => (e.group ? flat(e.group) : e.address ? [e.address] : []));
-  return (Array.isArray(header) ? header : header ? [header] : []).flatMap((h) => flat(h.value));
+function asParsed(email: ReadEmail): ParsedEmail {
+  // Nothing left to keep: the sender is told why rather than the message accepted as empty.
+  if (email.htmlNotRead !== null && email.parts.length === 0 && email.text.trim() === "") {
+    throw new MalformedMessage(`The message has no attachment or plain text, and ${email.htmlNotRead}: send the receipt as an attachment.`);
+  }
+  return {
+    messageId: email.messageId,
+    sender: email.sender,
+    recipients: email.recipients,
+    // The bytes arrived transferred: viewed as Buffers, not copied.
+    parts: email.parts.map((p) => ({
+      filename: p.filename, contentType: p.contentType, content: Buffer.from(p.content.buffer, p.content.byteOffset, p.content.byteLength),
+    })),
+    text: email.text,
+  };
 }
