@@ -50,6 +50,10 @@ async function receiveEmail(req: Request, res: Response, pools: Pools, storage: 
   }
   const limited = new ByteLimit(EMAIL_MAX_BYTES);
   req.pipe(limited);
+  // A client gone before the end of its message would otherwise leave the parse waiting for ever, holding its slot.
+  req.once("close", () => {
+    if (!req.complete) limited.destroy(new Error("the request ended before the whole message arrived"));
+  });
   let mail;
   try {
     mail = await parseEmail(limited);
