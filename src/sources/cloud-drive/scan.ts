@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
-import { GetObjectCommand, ListObjectsV2Command, type _Object, type S3Client } from "@aws-sdk/client-s3";
+import { GetObjectCommand, type _Object } from "@aws-sdk/client-s3";
 import type pg from "pg";
 import { FileTooLarge } from "../../receipts/inspect.js";
 import { RECEIPT_MAX_BYTES, storeReceiptFile } from "../../receipts/store-file.js";
@@ -8,11 +8,21 @@ import type { OutboundOptions } from "../../outbound/guard.js";
 import { keySegment, type Storage } from "../../storage/index.js";
 import { SourceError, type Deadline } from "../errors.js";
 import { advanceCursor, type ScanReport, type ScanSource } from "../scan-report.js";
-import { cloudDriveClient, describeStoreError, type CloudDriveSettings } from "./client.js";
+import { cloudDriveClient, describeStoreError, type CloudDrive, type CloudDriveSettings } from "./client.js";
+import { listPage } from "./listing.js";
 
-/** Objects read by one scan at most, and listing pages (of up to 1,000 keys) looked at. */
+/**
+ * Objects read by one scan at most, and listing pages (of up to 1,000 keys) looked at: so a scan
+ * looks at no more than 10,000 keys, and a listing that never ends is the next scan's to go on.
+ */
 export const MAX_OBJECTS_PER_SCAN = 500;
 export const MAX_PAGES_PER_SCAN = 10;
+/**
+ * A scan takes no new object once it has received this much from the store (its objects are at
+ * most 20 MiB each): 500 objects of that size would be 10 GB, far past what one job should move.
+ * The next scan goes on.
+ */
+export const MAX_BYTES_PER_SCAN = 256 * 1024 * 1024;
 
 interface DriveCursor { startAfter?: string | null }
 
@@ -22,7 +32,7 @@ interface DriveCursor { startAfter?: string | null }
  * one read is remembered, refused ones too, so a re-scan reads nothing and a replaced object
  * (a new ETag) is read again. A listing page is compared with what was read in one query. A
  * scan goes through at most 10 pages and 500 objects (and stops taking objects when its time is
- * nearly up); the key it stopped after is kept, the next
+ * nearly up, or once it has received 256 MB); the key it stopped after is kept, the next
  * scan (queued at once) goes on from there, and one that reaches the end starts the next pass
  * from the beginning. What the store does wrong is a SourceError; our own failures (database,
  * storage) are thrown as they are.
@@ -30,14 +40,17 @@ interface DriveCursor { startAfter?: string | null }
 export async function scanCloudDrive(owner: pg.Pool, storage: Storage, outbound: OutboundOptions,
     source: ScanSource<CloudDriveSettings>, report: ScanReport, limit: Deadline,
     most = { objects: MAX_OBJECTS_PER_SCAN, pages: MAX_PAGES_PER_SCAN }): Promise<void> {
+  let opened: CloudDrive | undefined;
   const s3 = async <T>(call: () => Promise<T>): Promise<T> => {
     try {
       return await call();
     } catch (e) {
-      throw new SourceError(describeStoreError(limit.expired(e), source.settings, source.secret));
+      // A limit the store broke, in words, unless the scan's own deadline came first.
+      throw new SourceError(describeStoreError(limit.expired(opened ? opened.answers.failure(e) : e), source.settings, source.secret));
     }
   };
-  const client = await s3(() => cloudDriveClient(source.settings, source.secret, outbound));
+  const drive = opened = await s3(() => cloudDriveClient(source.settings, source.secret, outbound));
+  const { client, answers } = drive;
   const keep = async (startAfter: string | null) => {
     if (!(await advanceCursor(owner, source.id, { startAfter }))) report.disconnected = true;
   };
@@ -50,10 +63,7 @@ export async function scanCloudDrive(owner: pg.Pool, storage: Storage, outbound:
         report.more = true;
         break;
       }
-      const page = await s3(() => client.send(new ListObjectsV2Command({
-        Bucket: source.settings.bucket, Prefix: source.settings.prefix || undefined,
-        ...(token ? { ContinuationToken: token } : { StartAfter: position ?? undefined }),
-      }), { abortSignal: limit.signal }));
+      const page = await s3(() => listPage(drive, source.settings, { after: position, token }, limit.signal));
       // A key ending in a slash is a folder marker, not a file.
       const objects = (page.Contents ?? []).filter((o) => o.Key && !o.Key.endsWith("/") && o.ETag);
       report.scanned += objects.length;
@@ -62,11 +72,11 @@ export async function scanCloudDrive(owner: pg.Pool, storage: Storage, outbound:
       report.skipped += objects.length - rows.length;
       let read = 0;
       for (const { n } of rows) {
-        if (budget-- === 0 || limit.pastSoft()) {
+        if (budget-- === 0 || limit.pastSoft() || answers.received() >= MAX_BYTES_PER_SCAN) {
           report.more = true;
           break;
         }
-        await readObject(client, owner, storage, source, objects[n - 1], report, limit);
+        await readObject(drive, owner, storage, source, objects[n - 1], report, limit);
         read = n;
         await keep(objects[n - 1].Key!);
         if (report.disconnected) return;
@@ -92,7 +102,7 @@ export async function scanCloudDrive(owner: pg.Pool, storage: Storage, outbound:
   }
 }
 
-async function readObject(client: S3Client, owner: pg.Pool, storage: Storage,
+async function readObject({ client, answers }: CloudDrive, owner: pg.Pool, storage: Storage,
     source: ScanSource<CloudDriveSettings>, object: _Object, report: ScanReport, limit: Deadline): Promise<void> {
   const driveKey = object.Key!;
   const etag = object.ETag!;
@@ -111,6 +121,9 @@ async function readObject(client: S3Client, owner: pg.Pool, storage: Storage,
     const status = (e as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode;
     if (status === 412 || status === 404) return;
     if (limit.signal.aborted) throw limit.expired(e);
+    // An answer past its limits (an error without end) is the store's doing, not this object's.
+    const breach = answers.failure(e);
+    if (breach !== e) throw breach;
     // This one object is refused or broken (403, an archived object, a 5xx): the others go on,
     // and it is tried again on the next pass.
     report.failed++;

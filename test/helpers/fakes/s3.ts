@@ -10,22 +10,28 @@ import type net from "node:net";
  * - `endless-pages`: pages of `keysPerPage` (default 1,000) valid entries, each page complete,
  *   but every one says IsTruncated with a new NextContinuationToken, and the keys go on rising
  *   for ever (a store that looks like an endless bucket). `StartAfter` is honoured;
- * - `same-page`: like `endless-pages`, but every page lists the same keys again.
+ * - `same-page`: like `endless-pages`, but every page lists the same keys again;
+ * - `trickle`: one page whose entries come one every `entryEveryMs` (default 1 s), never ending
+ *   (a socket timeout never fires, so only a time limit ends it);
+ * - `endless-headers`: a status line and then header lines that never end.
  * Every other request is an object read (GetObject): by `objects`, `missing` (the default: 404
  * NoSuchKey) or `endless` (200, a PDF header and then bytes that never end).
- * `bytesSent()` is what the server has written in all, `listings()` the listing requests seen.
+ * `bytesSent()` is what the server has written in all, `listings()` the listing requests seen,
+ * `openConnections()` the clients' connections not yet closed.
  */
 export interface EndlessS3 {
   endpoint: string;
   port: number;
   bytesSent(): number;
   listings(): number;
+  openConnections(): number;
   close(): Promise<void>;
 }
 
 export interface EndlessS3Options {
-  listing?: "endless" | "endless-pages" | "same-page";
+  listing?: "endless" | "endless-pages" | "same-page" | "trickle" | "endless-headers";
   keysPerPage?: number;
+  entryEveryMs?: number;
   objects?: "missing" | "endless";
 }
 
@@ -38,6 +44,7 @@ export async function startEndlessS3(options: EndlessS3Options = {}): Promise<En
   let sent = 0;
   let listings = 0;
   const sockets = new Set<net.Socket>();
+  const timers = new Set<NodeJS.Timeout>();
 
   const server = http.createServer((request, response) => {
     request.resume();
@@ -60,6 +67,20 @@ export async function startEndlessS3(options: EndlessS3Options = {}): Promise<En
     const bucket = decodeURIComponent(url.pathname.split("/")[1] ?? "");
     if (url.searchParams.get("list-type") === "2") {
       listings++;
+      if (listing === "endless-headers") {
+        // Under the HTTP layer: no response object would write headers without end.
+        const socket = request.socket;
+        socket.write("HTTP/1.1 200 OK\r\n");
+        const line = `X-Padding: ${"a".repeat(1000)}\r\n`;
+        const pump = () => {
+          while (!socket.destroyed) {
+            sent += line.length;
+            if (!socket.write(line)) return void socket.once("drain", pump);
+          }
+        };
+        pump();
+        return;
+      }
       const prefix = url.searchParams.get("prefix") ?? "";
       response.writeHead(200, { "Content-Type": "application/xml" });
       const head = `<?xml version="1.0" encoding="UTF-8"?>\n<ListBucketResult xmlns="http://s3.amazonaws.com/doc/2006-03-01/">`
@@ -71,6 +92,20 @@ export async function startEndlessS3(options: EndlessS3Options = {}): Promise<En
           let batch = "";
           while (batch.length < CHUNK_BYTES) batch += entry(prefix, ++n);
           return batch;
+        });
+        return;
+      }
+      if (listing === "trickle") {
+        write(`${head}<IsTruncated>false</IsTruncated>`);
+        let n = 0;
+        const timer = setInterval(() => {
+          if (response.destroyed) return void clearInterval(timer);
+          write(entry(prefix, ++n));
+        }, options.entryEveryMs ?? 1000);
+        timers.add(timer);
+        response.on("close", () => {
+          clearInterval(timer);
+          timers.delete(timer);
         });
         return;
       }
@@ -109,7 +144,9 @@ export async function startEndlessS3(options: EndlessS3Options = {}): Promise<En
     port,
     bytesSent: () => sent,
     listings: () => listings,
+    openConnections: () => sockets.size,
     close: () => new Promise<void>((resolve) => {
+      for (const timer of timers) clearInterval(timer);
       for (const socket of sockets) socket.destroy();
       server.close(() => resolve());
     }),
