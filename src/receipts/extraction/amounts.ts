@@ -1,4 +1,5 @@
 import { currencyAt } from "./currency.js";
+import { allMatches } from "./matches.js";
 
 /** A money amount read from a receipt line. */
 export interface AmountToken {
@@ -13,15 +14,17 @@ export interface AmountToken {
  * An amount has exactly two decimals: receipts print money that way, and it keeps quantities,
  * percentages, item codes and phone numbers out. The integer part may carry thousands separators
  * ("1,234.56", "1.234,56"); OCR sometimes puts a space before the decimal point ("12 .30"). A
- * minus may come before or after (discount and refund lines print "2.00-").
+ * minus may come before or after (discount and refund lines print "2.00-"). At most four
+ * separated groups of three digits (999,999,999,999,999.99 is more than any receipt states): with
+ * no bound, a line of "'123'123…" was read to its end again from every group, quadratic in its length.
  */
 const AMOUNT =
-  /(?<![\d.,])(-\s?)?((?:CA|C|US|AU|A|NZ|S|HK)?\$|RM|€|£|\b(?:MYR|CAD|USD|EUR|GBP|AUD|NZD|SGD|HKD)\b)?\s?(-\s?)?(\d{1,3}(?:([.,'])\d{3}(?:\5\d{3})*)?|\d+)(?: ?\. ?|,)(\d{2})(?![\d])(?! ?%)(-(?![\d]))?/g;
+  /(?<![\d.,])(-\s?)?((?:CA|C|US|AU|A|NZ|S|HK)?\$|RM|€|£|\b(?:MYR|CAD|USD|EUR|GBP|AUD|NZD|SGD|HKD)\b)?\s?(-\s?)?(\d{1,3}(?:([.,'])\d{3}(?:\5\d{3}){0,3})?|\d+)(?: ?\. ?|,)(\d{2})(?![\d])(?! ?%)(-(?![\d]))?/g;
 
 /** The amounts written on one line (dates and times should be blanked out first). */
 export function amountsIn(line: string): AmountToken[] {
   const found: AmountToken[] = [];
-  for (const match of line.matchAll(AMOUNT)) {
+  for (const match of allMatches(AMOUNT, line)) {
     const [text, signBefore, symbol, signAfterSymbol, whole, , decimals, signAfter] = match;
     const units = Number(whole.replace(/[.,']/g, ""));
     const cents = units * 100 + Number(decimals);

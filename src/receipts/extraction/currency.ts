@@ -1,3 +1,5 @@
+import { allMatches } from "./matches.js";
+
 /** What a currency symbol or code on a receipt means; a bare "$" is left unknown (null). */
 const SYMBOLS: Record<string, string | null> = {
   $: null,
@@ -28,7 +30,7 @@ const MENTION = /(?:CA|C|US|AU|A|NZ|S|HK)\$|€|£|\bRM(?=\s?-?\d|\)|\s*$|\s*:)|
 /** The currencies a line names, in order. */
 export function currenciesIn(line: string): string[] {
   const found: string[] = [];
-  for (const [text] of line.matchAll(MENTION)) {
+  for (const [text] of allMatches(MENTION, line)) {
     const code = currencyAt(text.replace(/[()]/g, ""));
     if (code) found.push(code);
   }

@@ -1,4 +1,5 @@
 import { mendDigits } from "./lines.js";
+import { allMatches } from "./matches.js";
 import type { DateOrder } from "./types.js";
 
 /** A date written on a receipt, with every calendar reading it allows. */
@@ -60,25 +61,33 @@ function monthNumber(name: string): number {
 export function datesInLine(raw: string, lineIndex: number): DateMention[] {
   const line = mendDigits(raw);
   const found: DateMention[] = [];
-  const taken = (start: number, end: number) => found.some((d) => start < d.end && end > d.start);
+  // Every form has digits: most lines are done here.
+  if (!/\d/.test(line)) return found;
+  // The characters dates already cover (made with the first date): a new match is checked over
+  // its own span, not against every date found so far (a line of thousands of dates).
+  let covered: Uint8Array | undefined;
+  const taken = (start: number, end: number) => covered !== undefined && covered.subarray(start, end).includes(1);
   const add = (match: RegExpMatchArray, readings: DateMention["readings"]) => {
     const start = match.index!;
     const end = start + match[0].length;
-    if (readings.length > 0 && !taken(start, end)) found.push({ line: lineIndex, start, end, readings });
+    if (readings.length > 0 && !taken(start, end)) {
+      found.push({ line: lineIndex, start, end, readings });
+      (covered ??= new Uint8Array(line.length)).fill(1, start, end);
+    }
   };
-  for (const m of line.matchAll(YEAR_FIRST)) {
+  for (const m of allMatches(YEAR_FIRST, line)) {
     const iso = isoDate(Number(m[1]), Number(m[2]), Number(m[3]));
     add(m, iso ? [{ iso, order: "any" }] : []);
   }
-  for (const m of line.matchAll(DAY_MONTH_NAME)) {
+  for (const m of allMatches(DAY_MONTH_NAME, line)) {
     const iso = isoDate(fullYear(m[3]), monthNumber(m[2]), Number(m[1]));
     add(m, iso ? [{ iso, order: "any" }] : []);
   }
-  for (const m of line.matchAll(MONTH_NAME_DAY)) {
+  for (const m of allMatches(MONTH_NAME_DAY, line)) {
     const iso = isoDate(fullYear(m[3]), monthNumber(m[1]), Number(m[2]));
     add(m, iso ? [{ iso, order: "any" }] : []);
   }
-  for (const m of line.matchAll(NUMERIC)) add(m, numericReadings(m[1], m[3], m[4]));
+  for (const m of allMatches(NUMERIC, line)) add(m, numericReadings(m[1], m[3], m[4]));
   return found;
 }
 
@@ -96,6 +105,13 @@ function numericReadings(firstText: string, secondText: string, yearText: string
   return readings;
 }
 
+/**
+ * Broken dates are paired each with each: a receipt prints a handful of dates and its two OCR
+ * readings twice that, so the first 50 are plenty, and a text of thousands is not paired in
+ * quadratic time.
+ */
+const MAX_BROKEN_DATES = 50;
+
 /** A numeric date in full ("05/85/2023"): what two OCR readings can be compared digit by digit. */
 const FULL_NUMERIC = /(?<![\d/.-])(\d{2})([-/.])(\d{2})\2(\d{4})(?![\d/]|\.\d)/g;
 
@@ -108,7 +124,8 @@ const FULL_NUMERIC = /(?<![\d/.-])(\d{2})([-/.])(\d{2})\2(\d{4})(?![\d/]|\.\d)/g
 export function reconciledDates(lines: string[]): DateMention[] {
   const broken: { line: number; start: number; end: number; digits: string; separator: string }[] = [];
   lines.forEach((raw, line) => {
-    for (const m of mendDigits(raw).matchAll(FULL_NUMERIC)) {
+    for (const m of allMatches(FULL_NUMERIC, mendDigits(raw))) {
+      if (broken.length === MAX_BROKEN_DATES) return;
       if (numericReadings(m[1], m[3], m[4]).length > 0) continue;
       broken.push({ line, start: m.index, end: m.index + m[0].length, digits: m[1] + m[3] + m[4], separator: m[2] });
     }
@@ -159,6 +176,11 @@ const DATE_LABEL = /\b(date|dated|dt|tarikh|datum|fecha)\b/i;
 /** Dates that are not the purchase's: expiry, validity, due or birth dates. */
 const OTHER_DATE = /\b(exp(iry|ires?)?|valid|due|until|before|birth|dob|best|use by)\b/i;
 
+/** A clock time right after a date, and one right before it (both at most 16 characters long: TIME_REACH). */
+const TIME_AFTER = /^\W{0,3}(\d{1,2}:\d{2}|\d{1,2}\.\d{2}\s?[ap]m)/i;
+const TIME_BEFORE = /\d{1,2}:\d{2}(:\d{2})?\s?([ap]\.?m\.?)?\W{0,3}$/i;
+const TIME_REACH = 16;
+
 /**
  * The purchase date's readings: from the date next to a "Date" label when there is one,
  * otherwise the first plausible date. An ambiguous day/month gives both readings under "auto",
@@ -167,16 +189,33 @@ const OTHER_DATE = /\b(exp(iry|ires?)?|valid|due|until|before|birth|dob|best|use
 export function receiptDateReadings(lines: string[], order: DateOrder): string[] {
   const mentions = [...lines.flatMap((line, index) => datesInLine(line, index)), ...reconciledDates(lines)];
   if (mentions.length === 0) return [];
-  const labelled = (d: DateMention) =>
-    DATE_LABEL.test(lines[d.line]) || (d.line > 0 && /^\W*(date|tarikh|dt)\W*$/i.test(lines[d.line - 1]));
-  // A date printed with a clock time is the transaction's timestamp; others may be an
-  // event's dates, a card's expiry, a promotion's end.
-  const timed = (d: DateMention) => {
-    const line = mendDigits(lines[d.line]);
-    return /^\W{0,3}(\d{1,2}:\d{2}|\d{1,2}\.\d{2}\s?[ap]m)/i.test(line.slice(d.end)) || /\d{1,2}:\d{2}(:\d{2})?\s?([ap]\.?m\.?)?\W{0,3}$/i.test(line.slice(0, d.start));
+  // What a line says is read once per line, not once per date on it (a line of thousands).
+  const perLine = <T>(read: (index: number) => T) => {
+    const known = new Map<number, T>();
+    return (index: number) => {
+      if (!known.has(index)) known.set(index, read(index));
+      return known.get(index)!;
+    };
   };
-  const rank = (d: DateMention) => (OTHER_DATE.test(lines[d.line]) ? 3 : labelled(d) ? 0 : timed(d) ? 1 : 2);
-  const chosen = [...mentions].sort((a, b) => rank(a) - rank(b) || a.line - b.line || a.start - b.start)[0];
+  const otherDate = perLine((i) => OTHER_DATE.test(lines[i]));
+  const labelledLine = perLine((i) => DATE_LABEL.test(lines[i]) || (i > 0 && /^\W*(date|tarikh|dt)\W*$/i.test(lines[i - 1])));
+  const mended = perLine((i) => mendDigits(lines[i]));
+  // A date printed with a clock time is the transaction's timestamp; others may be an
+  // event's dates, a card's expiry, a promotion's end. The time is looked for right beside the
+  // date only: the patterns cannot reach further (TIME_AFTER, TIME_BEFORE).
+  const timed = (d: DateMention) => {
+    const line = mended(d.line);
+    return TIME_AFTER.test(line.slice(d.end, d.end + TIME_REACH)) || TIME_BEFORE.test(line.slice(Math.max(0, d.start - TIME_REACH), d.start));
+  };
+  const rank = (d: DateMention) => (otherDate(d.line) ? 3 : labelledLine(d.line) ? 0 : timed(d) ? 1 : 2);
+  let chosen = mentions[0];
+  let chosenRank = rank(chosen);
+  for (const d of mentions.slice(1)) {
+    const r = rank(d);
+    if (r < chosenRank || (r === chosenRank && (d.line < chosen.line || (d.line === chosen.line && d.start < chosen.start)))) {
+      [chosen, chosenRank] = [d, r];
+    }
+  }
   const { readings } = chosen;
   if (readings.length === 1) return [readings[0].iso];
   if (order !== "auto") return readings.filter((r) => r.order === order).map((r) => r.iso);
@@ -188,10 +227,16 @@ export function receiptDateReadings(lines: string[], order: DateOrder): string[]
 
 /** The line with the dates and clock times blanked out, so they are not read as amounts. */
 export function withoutDates(line: string): string {
-  let out = mendDigits(line);
-  for (const d of datesInLine(line, 0).sort((a, b) => b.start - a.start)) {
-    out = out.slice(0, d.start) + " ".repeat(d.end - d.start) + out.slice(d.end);
+  const mended = mendDigits(line);
+  // Pieces joined once: blanking each date in the whole line was quadratic in its dates.
+  const pieces: string[] = [];
+  let from = 0;
+  for (const d of datesInLine(line, 0).sort((a, b) => a.start - b.start)) {
+    pieces.push(mended.slice(from, d.start), " ".repeat(d.end - d.start));
+    from = d.end;
   }
+  pieces.push(mended.slice(from));
+  const out = pieces.join("");
   // "13.45" is a time only where the line says so; elsewhere it may be money.
   const timeLine = /\b(time|hrs|jam|masa)\b/i.test(line);
   return out.replace(/\b\d{1,2}[:.]\d{2}(?:[:.]\d{2})?\s?(?:[ap]\.?m\.?)?(?![\d.,])/gi, (t) =>

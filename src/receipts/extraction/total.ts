@@ -86,9 +86,15 @@ interface Row {
 function rowOf(line: string): Row {
   const text = withoutDates(line);
   const amounts = amountsIn(text);
-  let rest = text;
-  for (const a of [...amounts].reverse()) rest = rest.slice(0, a.start) + " " + rest.slice(a.end);
-  const words = labelWords(rest);
+  // Pieces joined once: cutting each amount out of the whole line was quadratic in its amounts.
+  const pieces: string[] = [];
+  let from = 0;
+  for (const a of amounts) {
+    pieces.push(text.slice(from, a.start));
+    from = a.end;
+  }
+  pieces.push(text.slice(from));
+  const words = labelWords(pieces.join(" "));
   return {
     amounts,
     words,
@@ -103,12 +109,10 @@ function rowOf(line: string): Row {
  * amounts ("TOTAL / CASH / CHANGE" then "34.40 / 50.40 / 16.00"): then the label's place in
  * its run of known labels is its amount's place in the run of amounts that follows.
  */
-function pairedAmountRow(rows: Row[], i: number): number | null {
-  const known = (r: Row | undefined) => r !== undefined && r.labelOnly && (classify(r.words) !== Label.NONE || isPaymentLine(r.words));
+function pairedAmountRow(rows: Row[], known: boolean[], runEnd: number[], i: number): number | null {
   let start = i;
-  while (start > 0 && known(rows[start - 1]) && i - start < 8) start--;
-  let end = i + 1;
-  while (end < rows.length && known(rows[end])) end++;
+  while (start > 0 && known[start - 1] && i - start < 8) start--;
+  const end = runEnd[i];
   if (end - start > 1) {
     const place = end + (i - start);
     let whole = true;
@@ -132,9 +136,21 @@ function labelledSegments(line: string, row: Row): { cents: number; words: strin
   return segments.every((segment) => /[a-z]{2}/.test(segment.words)) ? segments : [];
 }
 
+/**
+ * Which rows are labels known to go with an amount printed elsewhere, and where each run of them
+ * ends (past i): found once, not again for every label of a long run.
+ */
+function labelRuns(rows: Row[]): { known: boolean[]; runEnd: number[] } {
+  const known = rows.map((r) => r.labelOnly && (classify(r.words) !== Label.NONE || isPaymentLine(r.words)));
+  const runEnd = new Array<number>(rows.length);
+  for (let i = rows.length - 1; i >= 0; i--) runEnd[i] = i + 1 < rows.length && known[i + 1] ? runEnd[i + 1] : i + 1;
+  return { known, runEnd };
+}
+
 /** Every amount with the label it belongs to, if any. */
 export function candidates(lines: string[]): Candidate[] {
   const rows = lines.map(rowOf);
+  const { known, runEnd } = labelRuns(rows);
   const found: Candidate[] = [];
   const claimed = new Set<number>();
   for (let i = 0; i < rows.length; i++) {
@@ -150,7 +166,7 @@ export function candidates(lines: string[]): Candidate[] {
       // A row's own value is its rightmost amount (quantity and unit price come first).
       found.push({ cents: row.amounts[row.amounts.length - 1].cents, label, line: i, payment, change: isChange(row.words) });
     } else if (row.labelOnly && (label !== Label.NONE || payment)) {
-      const paired = pairedAmountRow(rows, i);
+      const paired = pairedAmountRow(rows, known, runEnd, i);
       if (paired !== null) {
         claimed.add(paired);
         found.push({ cents: rows[paired].amounts[0].cents, label, line: i, payment, change: isChange(row.words) });
@@ -169,10 +185,11 @@ export function candidates(lines: string[]): Candidate[] {
  */
 function promoteRoundedTotals(found: Candidate[], rows: Row[]): Candidate[] {
   const totals = found.filter((c) => c.label >= Label.TOTAL).sort((a, b) => a.line - b.line);
+  const isRounding = (r: Row) => /round|\brnd\b/.test(r.words) && !/after|atf/.test(r.words);
   for (let k = 1; k < totals.length; k++) {
-    const rounding = rows.some(
-      (r, i) => i > totals[k - 1].line && i < totals[k].line && /round|\brnd\b/.test(r.words) && !/after|atf/.test(r.words),
-    );
+    // Only the rows between the two totals: each row is read for one pair at most.
+    let rounding = false;
+    for (let i = totals[k - 1].line + 1; i < totals[k].line && !rounding; i++) rounding = isRounding(rows[i]);
     if (rounding && totals[k].label < Label.DUE) totals[k].label = Label.DUE;
   }
   return found;
@@ -189,10 +206,12 @@ export function findTotal(lines: string[]): { cents: number; line: number } | nu
   const nonZero = found.filter((c) => c.cents !== 0);
   const all = nonZero.length > 0 ? nonZero : found;
   // Cash tendered with change given back bounds what was paid: cash minus change.
-  const change = Math.max(0, ...all.filter((c) => c.change).map((c) => c.cents));
-  const cash = change > 0 ? Math.max(0, ...all.filter((c) => c.payment && !c.change).map((c) => c.cents)) : 0;
+  // Folded, not spread into Math.max: a long text holds more amounts than a call takes arguments.
+  const largest = (of: Candidate[], floor: number, value: (c: Candidate) => number) => of.reduce((m, c) => Math.max(m, value(c)), floor);
+  const change = largest(all.filter((c) => c.change), 0, (c) => c.cents);
+  const cash = change > 0 ? largest(all.filter((c) => c.payment && !c.change), 0, (c) => c.cents) : 0;
   const paidInCash = cash > change ? cash - change : null;
-  const strongest: number = Math.max(Label.NONE, ...all.map((c) => c.label));
+  const strongest: number = largest(all, Label.NONE, (c) => c.label);
   if (strongest < Label.TOTAL && paidInCash !== null) {
     // No total printed (or read): what the cash paid is the total.
     return { cents: paidInCash, line: all.find((c) => c.payment && !c.change && c.cents === cash)!.line };

@@ -15,25 +15,52 @@ const BUSINESS_WORD =
 const TITLE =
   /^(simplified |full |official |sales |cash |tax |e-?)*(tax invoice|invoice|receipt|bill|cash sales?|order|quotation|statement|payment|customer copy|merchant copy|duplicate|reprint|copy)s?\b|^(welcome|thank you|thanks|hi|hello|hey|dear|bonjour|good (morning|afternoon|evening)|tel|phone|fax|email|e-mail|gst|vat|hst|abn|reg|co\.? ?reg|company no|co\.? ?no|br no|roc|table|cashier|server|guest|date|time|store #|terminal)\b/i;
 
-// A street word counts only beside a number ("12 King St", "LOT 7"): "BUILDING SUPPLY" is a name.
-const ADDRESS =
-  /(?=.*\d)\b(jalan|jln|lorong|taman|persiaran|lebuh|lot|street|st\.?|road|rd\.?|avenue|ave\.?|boulevard|blvd|drive|dr\.|lane|ln\.|suite|unit|floor|level|building|bldg|plaza|block|blk|p\.?o\.? box|highway|hwy|way)\b|\b\d{5}\b|\b[A-Z]\d[A-Z] ?\d[A-Z]\d\b|\b[A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2}\b|^\s*(no\.?\s?)?\d+[a-z]?[,\s-]/i;
+// A street word counts only beside a number that follows it on the line ("LOT 7"): "BUILDING
+// SUPPLY" is a name. A lookahead for that digit at every place of a line is quadratic in its
+// length, so the street word is found first (the leftmost has the most line after it).
+const STREET_WORD =
+  /\b(jalan|jln|lorong|taman|persiaran|lebuh|lot|street|st\.?|road|rd\.?|avenue|ave\.?|boulevard|blvd|drive|dr\.|lane|ln\.|suite|unit|floor|level|building|bldg|plaza|block|blk|p\.?o\.? box|highway|hwy|way)\b/i;
+const POSTCODE_OR_STREET_NUMBER =
+  /\b\d{5}\b|\b[A-Z]\d[A-Z] ?\d[A-Z]\d\b|\b[A-Z]{1,2}\d[A-Z\d]? ?\d[A-Z]{2}\b|^\s*(no\.?\s?)?\d+[a-z]?[,\s-]/i;
+const LINE_TERMINATOR = /[\n\r\u2028\u2029]/;
 
-const CONTACT = /https?:|www\.|\b[a-z0-9-]+\.(com|io|co|ca|app|net|org|my|uk|us|biz|shop|store)\b|@|\b(tel|fax|phone|ph|hp|mobile|whatsapp)\b|\d{3}[-\s.]\d{3,4}[-\s.]?\d{0,4}/i;
+function isAddress(name: string): boolean {
+  const streetBesideNumber = name.split(LINE_TERMINATOR).some((part) => {
+    const street = STREET_WORD.exec(part);
+    return street !== null && /\d/.test(part.slice(street.index));
+  });
+  return streetBesideNumber || POSTCODE_OR_STREET_NUMBER.test(name);
+}
+
+// A web address ("shop-name.com") is looked for from the start of each run of its characters only
+// (the lookbehind), where a word boundary must be, or one inside the run (a letter beside a
+// hyphen): tried from every boundary inside one long run ("a-a-a-…"), the run was read again each time.
+const CONTACT = /https?:|www\.|(?<![a-z0-9-])(?:\b|(?=[a-z0-9-]*?(?:[a-z0-9]-|-[a-z0-9])))[a-z0-9-]+\.(com|io|co|ca|app|net|org|my|uk|us|biz|shop|store)\b|@|\b(tel|fax|phone|ph|hp|mobile|whatsapp)\b|\d{3}[-\s.]\d{3,4}[-\s.]?\d{0,4}/i;
 
 /** Registration numbers: "(867388-U)", "JM0326955-V", "GST NO: 000800689824". */
 const REGISTRATION = /^\W*[A-Z]{0,3}\s?\d{5,}[-\s]?[A-Z]?\W*$|\b(gst|reg|registration|co\.? ?no|company no|roc|ssm|br no)\b/i;
 
 const DATE_OR_TIME = /\d{1,4}[/.-]\d{1,2}[/.-]\d{2,4}|\d{1,2}:\d{2}/;
 
+/*
+ * Every pattern here may meet a line of any length (a text receipt of one 100 KB word): none may
+ * try a run of characters again from each place inside it. So a match that must reach the end
+ * of the line starts only where its run starts (a lookbehind), and nothing is searched for from
+ * every place of a line with a lookahead or lookbehind of unbounded length.
+ */
+
+/** A trailing bracketed registration number: "(867388-U)". Tried only from the start of a run of white space. */
+const TRAILING_NUMBER_GROUP = /(?<!\s)\s*[([{](?=[^()[\]{}]*\d{3})[^()[\]{}]*(?:[)\]}]\s*)?$/;
+/** A legal form and all that follows it on the line. */
+const LEGAL_FORM_AND_REST = /(\b(sdn\.? ?bhd|s\/b|berhad|inc|ltd|llc|plc|gmbh|pty\.? ?ltd|limited)\b\.?).*$/i;
+/** Trailing characters that are no part of a name, from the start of their run. */
+const TRAILING_NOISE = /(?<![^\p{L}\p{N})])[^\p{L}\p{N})]+$/u;
+
 /** Drops the logo noise around a name: stray punctuation, a trailing registration number. */
 export function cleanVendorName(line: string): string {
-  const name = line
-    .replace(/\s*[([{][^()[\]{}]*\d{3,}[^()[\]{}]*[)\]}]?\s*$/, "")
-    // Nothing of the name follows its legal form; OCR noise often does.
-    .replace(/(\b(sdn\.? ?bhd|s\/b|berhad|inc|ltd|llc|plc|gmbh|pty\.? ?ltd|limited)\b\.?).*$/i, "$1")
+  const name = withoutTail(line.replace(TRAILING_NUMBER_GROUP, ""))
     .replace(/^[^\p{L}\p{N}(]+/u, "");
-  const body = name.replace(/[^\p{L}\p{N})]+$/u, "");
+  const body = name.replace(TRAILING_NOISE, "");
   // Keep the period of an abbreviated legal form ("SDN. BHD.", "CO.", "INC.").
   const period = name.slice(body.length).startsWith(".") && /\b(bhd|inc|ltd|co|corp|llc|plc|pty)$/i.test(body);
   return mendLegalForm(withoutStrayPunctuation((period ? `${body}.` : body).replace(/\s+/g, " ").trim()));
@@ -46,10 +73,52 @@ export function cleanVendorName(line: string): string {
  * lost before the legal form is closed again ("BAKERIES (KL SDN BHD").
  */
 function withoutStrayPunctuation(name: string): string {
-  let out = name.replace(/(?<=\p{L}{2})[:;](?= \p{L})/gu, "").replace(/(?<=\b\p{L}{5,})\.(?= \p{L})/gu, "");
-  const open = (out.match(/\(/g) ?? []).length > (out.match(/\)/g) ?? []).length;
+  let out = name.replace(/(?<=\p{L}{2})[:;](?= \p{L})/gu, "").replace(PERIOD_AFTER_WORD, periodDropped);
+  const open = leftOpen(out);
   if (open) out = out.replace(/(\([\p{L}\p{N}. ]*?[\p{L}\p{N}]) (?=(sdn\.? ?bhd|s\/b|berhad|bhd)\b)/iu, "$1) ");
   return out;
+}
+
+/**
+ * A run of letters, from its start, then a period before another word. The period goes when a
+ * word boundary (as `\b` reads it: ASCII word characters) stands five letters or more before it
+ * ("GUDANG. HASIL"; an abbreviation such as "Co." is shorter). Written as a lookbehind of five or
+ * more letters, this read the letters before every place of a long word again: quadratic.
+ */
+const PERIOD_AFTER_WORD = /(?<!\p{L})(\p{L}+)\.(?= \p{L})/gu;
+const MIN_WORD_BEFORE_PERIOD = 5;
+
+function periodDropped(match: string, letters: string, offset: number, text: string): string {
+  const isWordChar = (i: number) => i >= 0 && /\w/.test(text[i]);
+  // Letters are counted in code points, as the pattern counts them; a boundary at the start of
+  // any but the last four before the period will do.
+  const starts: number[] = [];
+  for (let i = 0; i < letters.length; i += letters.codePointAt(i)! > 0xffff ? 2 : 1) starts.push(offset + i);
+  for (let k = 0; k <= starts.length - MIN_WORD_BEFORE_PERIOD; k++) {
+    if (isWordChar(starts[k] - 1) !== isWordChar(starts[k])) return letters;
+  }
+  return match;
+}
+
+/**
+ * Nothing of the name follows its legal form; OCR noise often does. `.` stops at a line
+ * terminator, so only a legal form after the last one reaches the end: the rest of the text is
+ * searched, not each legal form's tail again (the cut is the same).
+ */
+function withoutTail(name: string): string {
+  const last = Math.max(name.lastIndexOf("\n"), name.lastIndexOf("\r"), name.lastIndexOf("\u2028"), name.lastIndexOf("\u2029"));
+  return name.slice(0, last + 1) + name.slice(last + 1).replace(LEGAL_FORM_AND_REST, "$1");
+}
+
+/** More parentheses opened than closed (counted, not matched into an array of each one). */
+function leftOpen(text: string): boolean {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x28) depth++;
+    else if (c === 0x29) depth--;
+  }
+  return depth > 0;
 }
 
 /** OCR's usual misreadings of Malaysian legal forms ("SON BHD", "SDM. BHD.", "5/B"). */
@@ -72,7 +141,7 @@ export function nameScore(line: string): number {
   // A line with a price on it is an item or a total, not the shop.
   if (/\d[.,]\d{2}\b/.test(line)) return -Infinity;
   const business = BUSINESS_WORD.test(name);
-  if (ADDRESS.test(name) && !business) return -Infinity;
+  if (isAddress(name) && !business) return -Infinity;
   const compact = name.replace(/\s/g, "");
   const letterShare = letters(compact) / compact.length;
   if (letterShare < 0.6) return -Infinity;
@@ -102,13 +171,32 @@ function withContinuation(lines: string[], i: number): string {
     const next = lines[k];
     // Only a line that cannot stand alone continues a name: one opening with a business word
     // ("CO. (M) SDN BHD"), or one closing a parenthesis left open ("ALAM) SDN BHD").
-    const open = (name.match(/\(/g) ?? []).length > (name.match(/\)/g) ?? []).length;
+    const open = leftOpen(name);
     if (!open && !new RegExp(`^\\W*${BUSINESS_WORD.source.slice(2)}`, "i").test(next)) break;
-    if (CONTACT.test(next) || DATE_OR_TIME.test(next) || TITLE.test(next) || /\d{3,}/.test(next.replace(/\([^)]*\)\W*$/, ""))) break;
+    if (CONTACT.test(next) || DATE_OR_TIME.test(next) || TITLE.test(next) || /\d{3,}/.test(withoutClosingParenthesis(next))) break;
     name = `${name} ${next}`;
     if (LEGAL_ENDING.test(cleanVendorName(name))) return name;
   }
   return lines[i];
+}
+
+/**
+ * The line without a parenthesis that closes it ("ALAM) SDN BHD (M) 1234" keeps its digits;
+ * "(1234-X)" is taken off): what `/\([^)]*\)\W*$/` removes, found in one pass. That pattern tried
+ * every "(" and read on to the next ")", quadratic on a line of "(((…".
+ */
+function withoutClosingParenthesis(line: string): string {
+  let tail = line.length;
+  while (tail > 0 && !/\w/.test(line[tail - 1])) tail--;
+  let open = -1;
+  for (let i = 0; i < line.length; i++) {
+    if (line[i] === "(" && open < 0) open = i;
+    else if (line[i] === ")") {
+      if (i >= tail && open >= 0) return line.slice(0, open);
+      open = -1;
+    }
+  }
+  return line;
 }
 
 /** E-mailed receipts name the shop in a sentence: "Thanks for your order from X!". */
