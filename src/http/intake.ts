@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from "node:crypto";
 import express, { type NextFunction, type Request, type Response } from "express";
 import type { Config } from "../config.js";
-import { ByteLimit, EMAIL_MAX_BYTES, MalformedMessage, MessageTooLarge, parseEmail } from "../intake/email.js";
+import { ByteLimit, EMAIL_MAX_BYTES, IntakeBusy, MalformedMessage, MessageTooLarge, parseEmail } from "../intake/email.js";
 import { receiveIntake, type IntakePart } from "../intake/receive.js";
 import { intakeOrganizations } from "../intake/recipients.js";
 import type { Storage } from "../storage/index.js";
@@ -111,6 +111,10 @@ function readSms(body: unknown): { to: string; sender: string | null; messageId:
 }
 
 function answerFailure(res: Response, e: unknown): void {
+  if (e instanceof IntakeBusy) {
+    if (!res.headersSent) res.set("Retry-After", "60");
+    return sendError(res, e.message, "SERVICE_UNAVAILABLE");
+  }
   if (e instanceof MessageTooLarge) return sendError(res, e.message, "PAYLOAD_TOO_LARGE");
   if (e instanceof MalformedMessage) return sendError(res, e.message, "BAD_USER_INPUT");
   if (e instanceof BadSms) return sendError(res, e.message, "BAD_USER_INPUT");

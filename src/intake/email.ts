@@ -31,10 +31,25 @@ export class MalformedMessage extends Error {}
 /** A message whose reading ran past its deadline: the reader was stopped, and it would be again. */
 export class MessageTookTooLong extends MalformedMessage {}
 
+/** Too much mail arriving at once: the sender should try again shortly (SMTP 451, HTTP 503). */
+export class IntakeBusy extends Error {
+  constructor() {
+    super("Too many messages are arriving at once; try again in a minute.");
+  }
+}
+
 /**
- * Messages read at once, SMTP, HTTP and mailbox scans together, each on its own thread: a reader
- * holds a message's attachments in memory (up to 25 MiB), so concurrency, not the number of
- * connections, bounds memory. A slot is taken before the message is read off the wire.
+ * Bytes of messages held at once while they arrive and are read, SMTP, HTTP and mailbox scans
+ * together: five messages of the largest size. A message holds what it has sent so far, so a
+ * sender that trickles holds little, and one more byte past this refuses that message for now.
+ */
+const RECEIVING_MAX_BYTES = 5 * EMAIL_MAX_BYTES;
+let receiving = 0;
+
+/**
+ * Messages read at once, SMTP, HTTP and mailbox scans together, each on its own thread. A slot is
+ * taken once the whole message has arrived (RECEIVING_MAX_BYTES bounds what waits), so a sender
+ * that trickles its message holds no reader.
  */
 const MAX_PARSING = 3;
 
@@ -73,9 +88,18 @@ export interface ParsedEmail {
  * with other limits (tests).
  */
 export async function parseEmail(source: Readable | Buffer, options: { readers?: MimeReaders } = {}): Promise<ParsedEmail> {
-  const reader = await (options.readers ?? readers).reserve();
+  const held = { bytes: 0 };
   try {
-    const bytes = await messageBytes(source);
+    const bytes = await messageBytes(source, held);
+    return await readOnThread(bytes, options.readers ?? readers);
+  } finally {
+    receiving -= held.bytes;
+  }
+}
+
+async function readOnThread(bytes: Uint8Array, pool: MimeReaders): Promise<ParsedEmail> {
+  const reader = await pool.reserve();
+  try {
     let reply;
     try {
       reply = await reader.read(bytes);
@@ -99,9 +123,15 @@ export function closeEmailReaders(): Promise<void> {
  * The whole message in a buffer of its own (so that it can be transferred to the thread, not
  * copied again), at most EMAIL_MAX_BYTES. A given Buffer is copied: the caller keeps it.
  */
-async function messageBytes(source: Readable | Buffer): Promise<Uint8Array> {
+async function messageBytes(source: Readable | Buffer, held: { bytes: number }): Promise<Uint8Array> {
+  const hold = (n: number) => {
+    if (receiving + n > RECEIVING_MAX_BYTES) throw new IntakeBusy();
+    receiving += n;
+    held.bytes += n;
+  };
   if (Buffer.isBuffer(source)) {
     if (source.length > EMAIL_MAX_BYTES) throw new MessageTooLarge();
+    hold(source.length);
     return new Uint8Array(source);
   }
   const chunks: Buffer[] = [];
@@ -111,10 +141,11 @@ async function messageBytes(source: Readable | Buffer): Promise<Uint8Array> {
     for await (const chunk of source as AsyncIterable<Buffer>) {
       size += chunk.length;
       if (size > EMAIL_MAX_BYTES) throw new MessageTooLarge();
+      hold(chunk.length);
       chunks.push(chunk);
     }
   } catch (e) {
-    if (e instanceof MessageTooLarge) throw e;
+    if (e instanceof MessageTooLarge || e instanceof IntakeBusy) throw e;
     throw new MalformedMessage(`The message could not be read: ${(e as Error).message}`);
   }
   const bytes = new Uint8Array(size);
