@@ -92,6 +92,9 @@ export function describeStoreError(e: unknown, settings: CloudDriveSettings, sec
     message = `The store at ${where} refused the credentials for bucket "${settings.bucket}": check the access key id and secret.`;
   } else if (err?.name === "NoSuchBucket" || (status === 404 && err?.name !== "NoSuchKey")) {
     message = `The bucket "${settings.bucket}" does not exist at ${where}.`;
+  } else if (err?.name === "TimeoutError" && !/establish a connection/.test(err.message ?? "")) {
+    // Connected, then no answer's first byte within its time, or silence within an answer.
+    message = `${where} did not answer within ${REQUEST_TIMEOUT_MS / 1000} s.`;
   } else {
     message = networkFailure(e, where, CONNECT_TIMEOUT_MS / 1000) ?? networkFailure(err?.cause, where, CONNECT_TIMEOUT_MS / 1000)
       ?? `Could not read the folder at ${where}: ${err?.message || String(e)}`;
