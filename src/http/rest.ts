@@ -55,17 +55,22 @@ export function stopReading(req: Request): void {
 /**
  * GraphQL's `authenticate` (same messages, counting and X-RateLimit-* headers), but its refusals
  * leave with the HTTP status of their code instead of GraphQL's 200, and an anonymous caller is
- * refused too: unlike introspection, nothing here is public.
+ * refused too: unlike introspection, nothing here is public. A refused request's body (a file) is
+ * not read: the connection closes once the answer is written.
  */
 export function authenticateRest(authPool: pg.Pool, config: Config) {
   const inner = authenticate(authPool, config, (res, status, body) => {
     const code = body.errors[0]?.extensions?.code;
+    res.setHeader("Connection", "close");
     sendJson(res, status === 200 && code ? statusFor(code) : status, body);
   });
   return (req: Request, res: Response, next: NextFunction) => {
     void inner(req, res, (err?: unknown) => {
       if (err) return next(err);
-      if (identityOf(res).kind === "anonymous") return sendError(res, "Authentication Required.", "UNAUTHENTICATED");
+      if (identityOf(res).kind === "anonymous") {
+        res.setHeader("Connection", "close");
+        return sendError(res, "Authentication Required.", "UNAUTHENTICATED");
+      }
       next();
     });
   };

@@ -10,38 +10,91 @@ import { keySegment, type Storage } from "../storage/index.js";
 import { identityOf, type Identity } from "./authenticate.js";
 import type { Pools } from "./app.js";
 import { asCaller, authenticateRest, sendError, sendInternalError, stopReading } from "./rest.js";
+import { UploadSlots, type UploadPlace } from "./upload-slots.js";
 
 /**
  * POST /uploads (decisions §9): one receipt file, multipart/form-data with `organizationId` then
  * `file`. The caller is authenticated and counted like a GraphQL request, the organization is
  * checked before a byte is stored, the type is decided from the bytes, and the file is streamed
  * to storage (never held whole) with its size limit and SHA-256 worked out on the way; then the
- * upload is recorded as the caller. A failure at any point leaves no object behind.
+ * upload is recorded as the caller. A failure at any point leaves no object behind. A caller
+ * with too many uploads under way (429), or a process with too many in all (503), is refused
+ * before a byte of the body is read; an organization with too many (429), once the form names it.
  */
 
 /** A whole upload may take this long; past it the request is dropped and nothing kept. */
 const UPLOAD_TIMEOUT_MS = 120_000;
+/**
+ * Uploads one credential (API key or user) may have under way at once: a person or a program
+ * sends a few files at a time; past that it is a flood, which one key must not make of the
+ * places every caller shares.
+ */
+const UPLOADS_PER_CREDENTIAL = 4;
+/**
+ * Uploads one organization may have under way at once, whatever its keys and members: half of
+ * all, so that a tenant with many keys never holds every place.
+ */
+const UPLOADS_PER_ORGANIZATION = 8;
+/**
+ * Uploads under way in this process in all. Every byte costs the event loop about 2 ms per MB
+ * (the multipart boundary search, handing chunks to the file system, SHA-256, in that order), and
+ * each upload's chunk takes its turn with every other request: 16 at full speed (about 300 MB/s
+ * on two cores) kept /healthz at a p99 of tens of milliseconds, where 200 made a GraphQL request
+ * wait over a second and each upload 23 s. S3 holds up to 20 MiB of parts per upload: 16 stay
+ * within 320 MiB.
+ */
+const UPLOADS_IN_ALL = 16;
+/** Seconds a refused caller is asked to wait: about what one 20 MiB upload takes on a modest link. */
+const RETRY_AFTER_SECONDS = 5;
+/** Longest file name kept, in characters (the database's limit). */
+const FILENAME_MAX_CHARS = 255;
 const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** A refusal with the message and code the caller gets. */
+/** A refusal with the message, code and headers the caller gets. */
 class Refusal extends Error {
-  constructor(message: string, readonly code: ErrorCode, readonly status?: number) {
+  constructor(message: string, readonly code: ErrorCode, readonly status?: number, readonly headers?: Record<string, string>) {
     super(message);
   }
 }
 
+/** What a refusal for being busy tells the client: when to come back, and that this connection is done (its body is not read). */
+const BUSY_HEADERS = { "Retry-After": String(RETRY_AFTER_SECONDS), Connection: "close" };
+
 export function uploadRoute(config: Config, pools: Pools, storage: Storage) {
+  const slots = new UploadSlots({ perCredential: UPLOADS_PER_CREDENTIAL, perOrganization: UPLOADS_PER_ORGANIZATION, total: UPLOADS_IN_ALL });
   return [authenticateRest(pools.auth, config), (req: Request, res: Response) => {
-    receiveUpload(req, res, pools, storage).catch((e) => answerFailure(res, e));
+    const place = slots.take(credentialOf(identityOf(res)));
+    if ("full" in place) return refuseBusy(res, place.full);
+    // The place is held until the upload is settled, its storage cleaned up included.
+    receiveUpload(req, res, pools, storage, place).catch((e) => answerFailure(res, e)).finally(place.release);
   }];
 }
 
-async function receiveUpload(req: Request, res: Response, pools: Pools, storage: Storage): Promise<void> {
+/** Whose uploads count together: one API key, or one user whatever organization the token names. */
+function credentialOf(identity: Identity): string {
+  return identity.kind === "apiKey" ? `key:${identity.apiKeyId}` : identity.kind === "user" ? `user:${identity.userId}` : "anonymous";
+}
+
+/**
+ * 429 or 503 with Retry-After, before the body is read: the connection closes once the answer is
+ * written, so the client neither sends the rest of its file for nothing nor keeps it waiting.
+ */
+function refuseBusy(res: Response, full: "credential" | "all"): void {
+  res.set(BUSY_HEADERS);
+  if (full === "credential") {
+    return sendError(res, `Too many uploads under way for this credential (at most ${UPLOADS_PER_CREDENTIAL} at once); retry when one has finished.`, "RATE_LIMITED");
+  }
+  sendError(res, "The service is taking too many uploads at once; retry shortly.", "SERVICE_UNAVAILABLE");
+}
+
+async function receiveUpload(req: Request, res: Response, pools: Pools, storage: Storage, place: UploadPlace): Promise<void> {
   const identity = identityOf(res);
   let parser: busboy.Busboy;
   try {
     parser = busboy({
       headers: req.headers,
+      // File names as browsers and curl send them: UTF-8 (busboy's default reads them as latin1).
+      defParamCharset: "utf8",
       limits: { fields: 5, fieldSize: 1024, fieldNameSize: 100, files: 1, parts: 8, headerPairs: 20, fileSize: RECEIPT_MAX_BYTES + 1 },
     });
   } catch {
@@ -71,7 +124,13 @@ async function receiveUpload(req: Request, res: Response, pools: Pools, storage:
       if (info.valueTruncated || !UUID_SHAPE.test(id)) return fail(new Refusal("organizationId must be a UUID.", "BAD_USER_INPUT"));
       organizationId = id;
       // Checked while the file part is still arriving; its bytes wait (backpressure) for the answer.
-      access = checkAccess(pools, identity, id);
+      access = checkAccess(pools, identity, id).then(() => {
+        // Counted once the caller may use it: naming another tenant's organization takes none of its places.
+        if (!place.forOrganization(id)) {
+          throw new Refusal(`Too many uploads under way for this organization (at most ${UPLOADS_PER_ORGANIZATION} at once); retry when one has finished.`,
+            "RATE_LIMITED", 429, BUSY_HEADERS);
+        }
+      });
       access.catch(fail);
     });
     parser.on("file", (name, stream, info) => {
@@ -83,7 +142,8 @@ async function receiveUpload(req: Request, res: Response, pools: Pools, storage:
       }
       fileStream = stream;
       if (!organizationId) return fail(new Refusal("Send organizationId before file in the form.", "BAD_USER_INPUT"));
-      filename = (info.filename || "file").slice(0, 255);
+      // One form per name (NFC: a name typed on a Mac, decomposed, is the same name); cut by characters, never inside one.
+      filename = Array.from((info.filename || "file").normalize("NFC")).slice(0, FILENAME_MAX_CHARS).join("");
       const key = `${organizationId}/uploads/${randomUUID()}/${keySegment(filename)}`;
       stored = (async () => {
         await access;
@@ -130,6 +190,7 @@ function checkAccess(pools: Pools, identity: Identity, organizationId: string): 
 
 function answerFailure(res: Response, e: unknown): void {
   if (e instanceof Refusal) {
+    if (e.headers && !res.headersSent) res.set(e.headers);
     if (e.status && !res.headersSent) return void res.status(e.status).json({ errors: [{ message: e.message, extensions: { code: e.code } }] });
     return sendError(res, e.message, e.code);
   }
