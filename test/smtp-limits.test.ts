@@ -5,7 +5,7 @@ import path from "node:path";
 import nodemailer from "nodemailer";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSmtpIntake, type SmtpIntake } from "../src/intake/smtp.js";
-import { SESSIONS_PER_ADDRESS } from "../src/intake/smtp-sessions.js";
+import { addressKey, SESSIONS_PER_ADDRESS } from "../src/intake/smtp-sessions.js";
 import { LocalStorage } from "../src/storage/local.js";
 import { createTenant, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 
@@ -113,6 +113,13 @@ describe("SMTP intake: no sender holds it shut", () => {
     const again = rawSession(smtp.port);
     expect(await again.greeting).toMatch(/^220 /);
     await again.command("QUIT");
+  });
+
+  it("counts an IPv6 sender by its /64 and an IPv4-mapped one as the IPv4 address", () => {
+    expect(addressKey("2001:db8:1:2:3:4:5:6")).toBe(addressKey("2001:db8:1:2::9"));
+    expect(addressKey("2001:db8:1:2:3:4:5:6")).not.toBe(addressKey("2001:db8:1:3::9"));
+    expect(addressKey("::ffff:127.0.0.2")).toBe("127.0.0.2");
+    expect(addressKey("127.0.0.1")).not.toBe(addressKey("127.0.0.2"));
   });
 
   it("closes a session that only sends NOOP, RSET, HELP and VRFY once the idle time is up (421)", async () => {
