@@ -3,7 +3,7 @@ import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "s
 import type { Pools } from "../http/app.js";
 import { logger } from "../logger.js";
 import type { Storage } from "../storage/index.js";
-import { ByteLimit, EMAIL_MAX_BYTES, MalformedMessage, MessageTooLarge, parseEmail } from "./email.js";
+import { ByteLimit, EMAIL_MAX_BYTES, IntakeBusy, MalformedMessage, MessageTooLarge, parseEmail } from "./email.js";
 import { receiveIntake } from "./receive.js";
 import { intakeOrganizations } from "./recipients.js";
 import { IDLE_WITHOUT_PROGRESS_MS, SESSION_LIFETIME_MS, SESSIONS_PER_ADDRESS, SmtpSessions, type SmtpSessionLimits } from "./smtp-sessions.js";
@@ -98,6 +98,8 @@ export async function startSmtpIntake(options: {
         (count) => answer(null, `Accepted: ${count} receipt(s)`),
         (err) => {
           if (err instanceof MessageTooLarge) return answer(smtpError(552, "Message exceeds fixed maximum message size"));
+          // Not a failure: too much mail at once, and the sending server retries later.
+          if (err instanceof IntakeBusy) return answer(smtpError(451, "Too much mail arriving at once, try again later"));
           if (err instanceof MalformedMessage) return answer(smtpError(554, "Message could not be parsed"));
           if (err instanceof SenderLeft) return answer(smtpError(451, err.message)); // nobody reads it
           logger.error({ err: { message: (err as Error).message } }, "smtp intake: delivery failed");
