@@ -1,6 +1,5 @@
-import { readFileSync } from "node:fs";
 import path from "node:path";
-import { BankFileError, readBankFile, type StatementRow } from "../imports/bank-files/index.js";
+import { BankFileError, readBankStatementFile, type StatementRow } from "../imports/bank-files/index.js";
 import { CliError, organizationByName, required, sql, type Command, type CommandContext } from "./command.js";
 
 const string = { type: "string" } as const;
@@ -24,13 +23,14 @@ export const bankImportCommands: Record<string, Command> = {
       const orgName = required(ctx, "org-name");
       const accountName = required(ctx, "payment-account");
       const dryRun = ctx.args.values["dry-run"] === true;
-      const statement = readStatement(file, ctx);
+      const statement = await readStatement(file, ctx);
 
       const org = await organizationByName(ctx.db, orgName);
       const [{ id: accountId }] = await sql<{ id: string }>(ctx.db,
         "select app_private.payment_account_by_name($1, $2) as id", [org.id, accountName]);
-      // The SQL functions take exactly BankStatementRowInput: the line and the currency stay here.
-      const rowsJson = JSON.stringify(statement.rows.map(({ line: _line, currency: _currency, ...row }) => row));
+      // The SQL functions take exactly BankStatementRowInput: the line and the currency stay here
+      // (left out as the text is written, not by a copy of every row).
+      const rowsJson = JSON.stringify(statement.rows, (key, value) => (key === "line" || key === "currency" ? undefined : value));
       // The whole file in one call of the import (the dry run too, rolled back): the duplicate rules
       // pair identical rows one to one, which chunks would break; one call writes all or nothing;
       // and the preview shows the flags the import itself went by.
@@ -42,27 +42,32 @@ export const bankImportCommands: Record<string, Command> = {
           [org.id, accountId, statement.currency, rowsJson, path.basename(file)]), file, statement);
         await ctx.db.query(dryRun ? "rollback" : "commit");
       } catch (e) {
-        await ctx.db.query("rollback");
+        // A broken connection cannot roll back, and need not: PostgreSQL drops what it began.
+        await ctx.db.query("rollback").catch(() => undefined);
         throw e;
       }
       const flags = new Map(result.results.map((c) => [c.rowIndex, c]));
-      const preview = statement.rows.map((row, i) => {
+      const flagOf = (i: number) => {
         const check = flags.get(i);
         const duplicate: DuplicateFlag = check?.isDuplicate ? "duplicate" : check?.isPossibleDuplicate ? "possible duplicate" : null;
-        return { ...row, duplicate, matchingEventId: check?.matchingEventId ?? null };
-      });
+        return { duplicate, matchingEventId: check?.matchingEventId ?? null };
+      };
       const { importedCount, skippedCount } = result;
       const batchId = dryRun ? null : result.batchId;
 
       const summary = dryRun
         ? `Dry run, nothing written: ${importedCount} rows would be imported into "${accountName}", ${skippedCount} skipped as duplicates.`
         : `Imported ${importedCount} rows into "${accountName}", skipped ${skippedCount} duplicates (batch ${batchId}).`;
+      // The preview is built in the one form that is printed: a file's rows are many.
+      const json = ctx.args.values.json === true;
       return {
         result: {
           organizationId: org.id, paymentAccountId: accountId, file: path.basename(file), layout: statement.layout, currency: statement.currency,
-          warnings: statement.warnings, rows: preview, importedCount, skippedCount, batchId, dryRun,
+          warnings: statement.warnings, rows: json ? statement.rows.map((row, i) => ({ ...row, ...flagOf(i) })) : [],
+          importedCount, skippedCount, batchId, dryRun,
         },
-        text: [`Read ${file}: ${statement.layout}.`, ...statement.warnings.map((w) => `Warning: ${w}`), table(preview), summary].join("\n"),
+        text: json ? summary : [`Read ${file}: ${statement.layout}.`, ...statement.warnings.map((w) => `Warning: ${w}`),
+          table(statement.rows.map((row, i) => ({ ...row, ...flagOf(i) }))), summary].join("\n"),
       };
     },
   },
@@ -92,19 +97,17 @@ function onlyFile(ctx: CommandContext): string {
   return positionals[0];
 }
 
-function readStatement(file: string, ctx: CommandContext) {
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(file);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    throw new CliError(`Cannot read ${file}: ${code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a folder" : (e as Error).message}.`);
-  }
+async function readStatement(file: string, ctx: CommandContext) {
   const option = (name: string) => ctx.args.values[name] as string | undefined;
   try {
-    return readBankFile(bytes, { preset: option("preset"), map: option("map"), dateFormat: option("date-format") });
+    return await readBankStatementFile(file, { preset: option("preset"), map: option("map"), dateFormat: option("date-format") });
   } catch (e) {
     if (e instanceof BankFileError) throw new CliError(`${file}: ${e.message}`);
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code) {
+      const why = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a folder" : code === "EACCES" ? "permission denied" : (e as Error).message;
+      throw new CliError(`Cannot read ${file}: ${why}.`);
+    }
     throw e;
   }
 }
@@ -114,6 +117,7 @@ function table(rows: (StatementRow & { duplicate: DuplicateFlag })[]): string {
   const cut = (s: string, n: number) => (s.length > n ? s.slice(0, n - 1) + "…" : s);
   const lines = [["DATE", "DESCRIPTION", "AMOUNT", "TYPE", "DUPLICATE"],
     ...rows.map((r) => [r.transactionDate, cut(r.description, 48), r.amount, r.eventType, r.duplicate ?? ""])];
-  const widths = lines[0].map((_, c) => Math.max(...lines.map((l) => l[c].length)));
+  // Folded, not spread into Math.max: a file's rows are more than a call takes arguments.
+  const widths = lines[0].map((_, c) => lines.reduce((w, l) => Math.max(w, l[c].length), 0));
   return lines.map((l) => l.map((v, c) => (c === 2 ? v.padStart(widths[c]) : v.padEnd(widths[c]))).join("  ").trimEnd()).join("\n");
 }

@@ -23,6 +23,9 @@ export async function openOwnerDatabase(config: Config): Promise<{ client: pg.Cl
   }
   await runMigrations(url);
   const client = new pg.Client({ connectionString: url });
+  // A connection that breaks fails the query in flight (or the next one), which reports it; the
+  // client's own error event must not end the command a second time, with a stack.
+  client.on("error", () => undefined);
   await client.connect();
   return { client, close: async () => { await client.end(); await stop?.(); } };
 }

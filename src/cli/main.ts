@@ -4,10 +4,13 @@ import { CliError, type Command } from "./command.js";
 import { commands } from "./commands.js";
 import { openOwnerDatabase } from "./database.js";
 
-/** `npm run cli -- <command> [options]`: the operator's commands (decisions §1). */
-async function main(argv: string[]): Promise<number> {
+/**
+ * `npm run cli -- <command> [options]`: the operator's commands (decisions §1). Every failure is
+ * one message and exit code 1: `{"error": "…"}` on stdout with --json, one line on stderr without;
+ * never a stack trace. A command writes in one transaction, so a failure writes nothing.
+ */
+async function main(argv: string[], json: boolean): Promise<number> {
   const [name, ...rest] = argv;
-  const json = rest.includes("--json");
   const print = (result: Record<string, unknown>, text: string) =>
     console.log(json ? JSON.stringify(result) : text);
   const command: Command | undefined = name ? commands[name] : undefined;
@@ -34,20 +37,46 @@ async function main(argv: string[]): Promise<number> {
     });
     print(result, text);
     return 0;
-  } catch (e) {
-    if (e instanceof CliError) return fail(json, e.message);
-    throw e;
   } finally {
-    await db.close();
+    // A connection already broken (the failure itself, perhaps) has nothing left to close.
+    await db.close().catch(() => undefined);
   }
 }
 
+let failed = false;
+
+/** Prints the failure; only the first of a command (an error may arrive both ways at once). */
 function fail(json: boolean, message: string): number {
+  if (failed) return 1;
+  failed = true;
   if (json) console.log(JSON.stringify({ error: message }));
   else console.error(message);
   return 1;
 }
 
-const code = await main(process.argv.slice(2));
-// Exit explicitly once stdout is flushed: open handles must not keep the command alive or change its code.
-process.stdout.write("", () => process.exit(code));
+/** The operator's words for a failure: a CliError's own, else what went wrong, without a stack. */
+function messageOf(command: string | undefined, e: unknown): string {
+  if (e instanceof CliError) return e.message;
+  const why = e instanceof Error ? e.message : String(e);
+  return `${command ?? "The command"} failed: ${why || (e instanceof Error ? e.name : "unknown error")}`;
+}
+
+/** Exit once stdout is flushed: open handles must not keep the command alive or change its code. */
+function exit(code: number): void {
+  process.stdout.write("", () => process.exit(code));
+}
+
+const argv = process.argv.slice(2);
+const json = argv.includes("--json");
+// Whatever escapes the command (an error event of a connection, a promise nobody awaited) ends it
+// the same way: one message, exit code 1. PostgreSQL rolls back what the closed connection began.
+for (const event of ["uncaughtException", "unhandledRejection"] as const) {
+  process.on(event, (e: unknown) => {
+    try {
+      fail(json, messageOf(argv[0], e));
+    } finally {
+      process.exit(1);
+    }
+  });
+}
+main(argv, json).then(exit, (e: unknown) => exit(fail(json, messageOf(argv[0], e))));

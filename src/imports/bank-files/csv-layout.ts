@@ -127,8 +127,15 @@ interface ColumnFacts {
   indicators: number; debitWords: number; creditWords: number;
 }
 
+/** The most cells of any row: folded, as a file's rows are more than a call takes arguments. */
+function widest(data: CsvRecord[]): number {
+  let width = 0;
+  for (const r of data) width = Math.max(width, r.cells.length);
+  return width;
+}
+
 function columnFacts(data: CsvRecord[]): ColumnFacts[] {
-  const width = Math.max(0, ...data.map((r) => r.cells.length));
+  const width = widest(data);
   return Array.from({ length: width }, (_, c) => {
     const values = data.map((r) => cell(r, c)).filter((v) => v !== "");
     const words = values.map(indicatorDirection);
@@ -166,8 +173,11 @@ const HEADER_NAMES = {
   debit: /debit|withdraw|retrait|paid out|money out|^out$/i,
   credit: /credit|deposit|d[ée]p[oô]t|paid in|money in|^in$/i,
   signed: /amount|montant|^[A-Z]{3}\s?\$$|^\$$/i,
-  /** A column that says, per row, whether the amount beside it is a debit or a credit. */
-  indicator: /^(?:(?:dr|cr|d|c|debit|credit)\s*(?:\/|\bor\b|-|\|)\s*(?:dr|cr|d|c|debit|credit)|(?:(?:dr|debit)\s*\/?\s*(?:cr|credit)\s*)?(?:indicator|flag))$/i,
+  /**
+   * A column that says, per row, whether the amount beside it is a debit or a credit.
+   * `\s*(?:\/\s*)?`, not `\s*\/?\s*`: the same names, without trying every split of a run of spaces.
+   */
+  indicator: /^(?:(?:dr|cr|d|c|debit|credit)\s*(?:\/|\bor\b|-|\|)\s*(?:dr|cr|d|c|debit|credit)|(?:(?:dr|debit)\s*(?:\/\s*)?(?:cr|credit)\s*)?(?:indicator|flag))$/i,
   /** A name that may hold indicator words ("Type": DEBIT/CREDIT) or other things ("Type": POS, ATM). */
   maybeIndicator: /^(?:(?:transaction\s*)?type|sign|dr\s*cr)$/i,
 };
@@ -281,7 +291,7 @@ function detectAmount(header: CsvRecord | undefined, data: CsvRecord[], facts: C
       `positive and negative amounts (${debit.negatives + credit.negatives} negative), so neither their sides nor their signs can be trusted`);
   }
   // TD with no deposit in the period, a CIBC card with no payment: the credit column is empty.
-  const width = Math.max(0, ...data.map((r) => r.cells.length));
+  const width = widest(data);
   const first = facts.findIndex((f, i) => numberColumn(i) && f.present > 0);
   if (!header && (width === 4 || width === 5) && first >= 0 && first + 1 < width && facts[first + 1].present === 0
       && (facts[first + 1].filled === 0 || numberColumn(first + 1))) {

@@ -5,23 +5,32 @@ import {
 } from "./csv-layout.js";
 import { DATE_FORMAT_LABEL, detectDateOrder, toIsoDate, type DateOrder } from "./dates.js";
 import { eventTypeFor } from "./event-type.js";
+import { checkStatementLength } from "./limits.js";
 import { BankFileError, type StatementRow } from "./row.js";
 
 export interface CsvOptions { preset?: string; map?: string; dateOrder?: DateOrder }
 
+export interface CsvStatement { rows: StatementRow[]; warnings: string[]; layout: string }
+
 /** A bank CSV export's rows, read by a preset, a `--map` or the layout detected from the content. */
-export function readCsvStatement(text: string, options: CsvOptions): { rows: StatementRow[]; warnings: string[]; layout: string } {
+export function readCsvStatement(text: string, options: CsvOptions): CsvStatement {
+  return csvStatement(records(text), options);
+}
+
+/** The statement rows of a CSV file's records (parsed whole by readCsvStatement, or streamed: read-file.ts). */
+export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStatement {
   if (options.preset && options.map) throw new BankFileError("Give --preset or --map, not both.");
-  const { header, data } = splitHeader(records(text));
+  const { header, data } = splitHeader(records);
   if (data.length === 0) throw new BankFileError("The file holds no transactions (no line has a date or an amount).");
-  const warnings: string[] = [];
+  checkStatementLength(data.length);
+  let warnings: string[] = [];
   let layout: CsvLayout;
   if (options.preset) layout = presetLayout(options.preset);
   else if (options.map) layout = mapLayout(options.map, header);
   else {
     const detected = detectLayout(header, data);
     layout = detected.layout;
-    warnings.push(...detected.warnings);
+    warnings = detected.warnings;
   }
 
   const dates = data.map((r) => ({ line: r.line, text: (r.cells[layout.date] ?? "").trim() }));
@@ -45,25 +54,34 @@ export function readCsvStatement(text: string, options: CsvOptions): { rows: Sta
       ...(memo ? { memo } : {}), ...(reference ? { reference } : {}), ...(currency ? { currency } : {}),
     });
   });
-  warnings.push(...mixedAccounts(header, data, options.preset));
+  const accounts = mixedAccounts(header, data, options.preset);
+  if (accounts) warnings.push(accounts);
   const source = options.preset ? `preset ${options.preset.toLowerCase()}` : options.map ? "--map" : "detected";
   return { rows, warnings, layout: `CSV (${source}): ${describeLayout(layout, header)}; dates ${DATE_FORMAT_LABEL[order]}` };
 }
 
+/** How bank exports are parsed, whole or streamed. */
+export const CSV_OPTIONS = {
+  relax_column_count: true, // RBC rows end with one or two empty fields
+  relax_quotes: true, // a quote inside an unquoted field (12" PIZZA) is text
+  skip_empty_lines: true,
+  skip_records_with_empty_values: true,
+  info: true,
+} as const;
+
 function records(text: string): CsvRecord[] {
   try {
-    const parsed = parse(text, {
-      relax_column_count: true, // RBC rows end with one or two empty fields
-      relax_quotes: true, // a quote inside an unquoted field (12" PIZZA) is text
-      skip_empty_lines: true,
-      skip_records_with_empty_values: true,
-      info: true,
-    }) as unknown as { record: string[]; info: { lines: number } }[];
+    const parsed = parse(text, CSV_OPTIONS) as unknown as { record: string[]; info: { lines: number } }[];
     return parsed.map((p) => ({ line: p.info.lines, cells: p.record }));
   } catch (e) {
-    const err = e as { message: string; lines?: number };
-    throw new BankFileError(`${err.lines ? `Line ${err.lines}: ` : ""}the file is not valid CSV (${err.message}).`);
+    throw notCsv(e);
   }
+}
+
+/** csv-parse's error, with the line it names. */
+export function notCsv(e: unknown): BankFileError {
+  const err = e as { message: string; lines?: number };
+  return new BankFileError(`${err.lines ? `Line ${err.lines}: ` : ""}the file is not valid CSV (${err.message}).`);
 }
 
 const cellText = (r: CsvRecord, column: number) => (r.cells[column] ?? "").trim();
@@ -136,12 +154,15 @@ const isZeroCell = (text: string) => {
   return parsed.value !== undefined && isZero(parsed.value);
 };
 
+/** Accounts named in the warning about several of them; the rest are counted. */
+const ACCOUNTS_NAMED = 10;
+
 /** RBC exports every account of a login in one file: all its rows go to the one payment account, so say so. */
-function mixedAccounts(header: CsvRecord | undefined, data: CsvRecord[], preset: string | undefined): string[] {
+function mixedAccounts(header: CsvRecord | undefined, data: CsvRecord[], preset: string | undefined): string | undefined {
   const column = preset?.toLowerCase() === "rbc" ? 1 : header?.cells.findIndex((c) => /^account number$/i.test(c.trim())) ?? -1;
-  if (column < 0) return [];
-  const accounts = [...new Set(data.map((r) => cellText(r, column)).filter((a) => a !== ""))];
-  return accounts.length > 1
-    ? [`The file holds rows of ${accounts.length} accounts (${accounts.join(", ")}); all of them go to the one payment account. Export one account per file to keep them apart.`]
-    : [];
+  if (column < 0) return undefined;
+  const accounts = Array.from(new Set(data.map((r) => cellText(r, column)).filter((a) => a !== "")));
+  if (accounts.length <= 1) return undefined;
+  const named = accounts.slice(0, ACCOUNTS_NAMED).join(", ") + (accounts.length > ACCOUNTS_NAMED ? ` and ${accounts.length - ACCOUNTS_NAMED} more` : "");
+  return `The file holds rows of ${accounts.length} accounts (${named}); all of them go to the one payment account. Export one account per file to keep them apart.`;
 }

@@ -76,7 +76,7 @@ export function detectDateOrder(cells: DateCell[], orders: DateOrder[] = ["MDY",
       `The dates (e.g. "${example}") read as month/day and as day/month: no date in the file settles which. ` +
       `Say which with --date-format M/D/YYYY or --date-format D/M/YYYY.`);
   }
-  const best = Math.max(...readable);
+  const best = readable.reduce((a, b) => Math.max(a, b));
   return orders[readable.indexOf(best)];
 }
 

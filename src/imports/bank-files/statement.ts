@@ -1,0 +1,46 @@
+import { checkStatementLength } from "./limits.js";
+import type { TextEncodingName } from "./read-text.js";
+import { BankFileError, type StatementRow } from "./row.js";
+
+export interface BankFileOptions {
+  /** rbc, td or cibc: a known CSV layout instead of detecting it. */
+  preset?: string;
+  /** `date=COL,description=COL,amount=COL` or `…,debit=COL,credit=COL` (COL: 1-based number or header name). */
+  map?: string;
+  /** M/D/YYYY, D/M/YYYY, YYYY-MM-DD (or their zero-padded spellings): needed when the file does not settle it. */
+  dateFormat?: string;
+}
+
+export interface BankFile {
+  rows: StatementRow[];
+  /** Things the operator should know that do not stop the import (rows left out, a guess made). */
+  warnings: string[];
+  /** How the file was read: format, columns, date order, encoding. */
+  layout: string;
+  /** The one currency of the file's amounts (RBC's CAD$ or USD$ column, OFX's CURDEF), or null when the file does not say. */
+  currency: string | null;
+}
+
+/** A file's rows as read (CSV or OFX), made the statement: at least one row, not too many, one currency. */
+export function bankFile(read: Omit<BankFile, "currency">, encoding: TextEncodingName): BankFile {
+  if (read.rows.length === 0) throw new BankFileError("The file holds no transactions.");
+  checkStatementLength(read.rows.length);
+  const currency = fileCurrency(read.rows);
+  return { ...read, currency, layout: `${read.layout}; ${encoding === "utf-8" ? "UTF-8" : encoding === "windows-1252" ? "Windows-1252" : encoding.toUpperCase()}` };
+}
+
+/**
+ * The currency of the whole file. A file holding amounts in two currencies (RBC's CAD$ and USD$
+ * columns both used, two OFX statements) is refused, naming the first line in the second one: its
+ * rows cannot all be booked in one account's currency.
+ */
+function fileCurrency(rows: StatementRow[]): string | null {
+  const first = rows.find((r) => r.currency);
+  if (!first) return null;
+  const other = rows.find((r) => r.currency && r.currency !== first.currency);
+  if (other) {
+    throw new BankFileError(`Line ${other.line}: the amount is in ${other.currency}, the rows before it in ${first.currency} ` +
+      `(from line ${first.line}): a file must hold one currency. Export each currency's transactions to a file of its own.`);
+  }
+  return first.currency!;
+}
