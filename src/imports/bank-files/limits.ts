@@ -10,8 +10,9 @@ import { BankFileError } from "./row.js";
 
 /**
  * Transactions in one file: a year of a busy account at 270 a day. PostgreSQL's side of the one
- * call grows by about 3 KB a row: at this length it peaks near 500 MB, the command near 400 MB,
- * and the import takes 10-15 s; at twice the length the database process neared 900 MB.
+ * call grows by about 3 KB a row: at this length its process peaks at 300 to 500 MB, the command
+ * near 400 MB, and the import takes 7 to 15 s; at twice the length the database process neared
+ * 900 MB, too close to the 1 GB that no process may pass.
  */
 export const MAX_STATEMENT_ROWS = 100_000;
 
