@@ -8,7 +8,8 @@ if (!name) {
   console.error("Usage: npm run bench -- <name> (see bench/README.md)");
   process.exit(1);
 }
-const mod = await import(`./${name}.ts`).catch((e) => {
+// The soak scenarios (issue 32) are a folder of their own: bench/soak/main.ts.
+const mod = await import(name === "soak" ? "./soak/main.ts" : `./${name}.ts`).catch((e) => {
   console.error(`No benchmark "${name}": ${(e as Error).message}`);
   process.exit(1);
 });
