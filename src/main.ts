@@ -72,16 +72,19 @@ async function shutdown(signal: string) {
     process.exit(1);
   }, config.statementTimeoutMs + 20_000).unref();
   // Stop accepting, let requests in flight finish (each is bounded by STATEMENT_TIMEOUT_MS; a
-  // client that keeps a connection open longer is cut off), then the worker, the pools and, last,
-  // the database.
-  await new Promise<void>((resolve) => {
-    handle.server.close(() => resolve());
-    handle.server.closeIdleConnections();
-    setTimeout(() => handle.server.closeAllConnections(), config.statementTimeoutMs + 5000).unref();
-  });
-  await smtp?.close();
+  // client that keeps a connection open longer is cut off) while the worker and the SMTP listener
+  // stop, then the pools and, last, the database.
+  const workerStopped = worker?.stop();
+  await Promise.all([
+    new Promise<void>((resolve) => {
+      handle.server.close(() => resolve());
+      handle.server.closeIdleConnections();
+      setTimeout(() => handle.server.closeAllConnections(), config.statementTimeoutMs + 5000).unref();
+    }),
+    smtp?.close(),
+    workerStopped,
+  ]);
   await handle.close();
-  await worker?.stop();
   await auth.end();
   await owner.end();
   await stopDatabase?.();

@@ -282,6 +282,22 @@ describe("the reader threads", () => {
     expect((await parseEmail(await compose({ from: "c@shop.example", to: INBOX, subject: "s", text: "after" }))).text.trim()).toBe("after");
   }, 30_000);
 
+  it("one sender holds at most one message's worth of what is arriving; others still get in", async () => {
+    const { PassThrough } = await import("node:stream");
+    const first = new PassThrough();
+    const pending = parseEmail(first, { sender: "203.0.113.9" }).then(() => undefined, (e: unknown) => e);
+    for (let i = 0; i < 20; i++) first.write(Buffer.alloc(MB, 0x61));
+    await new Promise((resolve) => setImmediate(resolve));
+    const second = await parseEmail(Buffer.alloc(6 * MB, 0x62), { sender: "203.0.113.9" }).then(() => undefined, (e: unknown) => e);
+    expect(second).toBeInstanceOf(IntakeBusy);
+    const other = await parseEmail(await compose({ from: "d@shop.example", to: INBOX, subject: "s", text: "another sender" }), { sender: "198.51.100.7" });
+    expect(other.text.trim()).toBe("another sender");
+    first.destroy(new Error("gone"));
+    expect(await pending).toBeInstanceOf(MalformedMessage);
+    const again = await parseEmail(await compose({ from: "e@shop.example", to: INBOX, subject: "s", text: "room again" }), { sender: "203.0.113.9" });
+    expect(again.text.trim()).toBe("room again");
+  });
+
   it("a POST /intake/email whose client goes away mid-message frees its reader", async () => {
     const server = http.createServer(h.handle.app).listen(0, "127.0.0.1");
     await new Promise((resolve) => server.once("listening", resolve));

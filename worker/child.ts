@@ -63,7 +63,9 @@ export function startWorkerChild(env: NodeJS.ProcessEnv): WorkerChild {
       const proc = child;
       if (!proc || proc.exitCode !== null || proc.signalCode !== null) return;
       const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
-      proc.kill("SIGTERM");
+      // A message, not a signal: the child ignores the signals a terminal or service manager sends to the whole group.
+      if (proc.connected) proc.send("stop", () => undefined);
+      else proc.kill("SIGTERM");
       const timer = setTimeout(() => proc.kill("SIGKILL"), STOP_GRACE_MS);
       await exited;
       clearTimeout(timer);

@@ -30,11 +30,16 @@ async function stop(reason: string) {
   process.exit(0);
 }
 // Before anything that takes time: a parent that goes while this starts must not be missed.
-for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => void stop(signal));
-// Run by `npm start` (worker/child.ts): its parent gone, even killed outright, this goes too.
 if (process.send) {
+  // Run by `npm start` (worker/child.ts): the parent decides when this ends. A Ctrl-C or a service
+  // manager's SIGTERM sent to the whole process group is the parent's to handle (it stops this in
+  // its own order); the parent gone, even killed outright, this goes too.
+  for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => undefined);
+  process.on("message", (message) => { if (message === "stop") void stop("asked by the API process"); });
   process.once("disconnect", () => void stop("the API process is gone"));
   if (!process.connected) void stop("the API process is gone");
+} else {
+  for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => void stop(signal));
 }
 
 const config = loadConfig();

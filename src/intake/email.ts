@@ -39,12 +39,16 @@ export class IntakeBusy extends Error {
 }
 
 /**
- * Bytes of messages held at once while they arrive and are read, SMTP, HTTP and mailbox scans
- * together: five messages of the largest size. A message holds what it has sent so far, so a
- * sender that trickles holds little, and one more byte past this refuses that message for now.
+ * Bytes of messages held at once while they arrive and are read, in this process (the API's SMTP
+ * and HTTP intake; the worker's mailbox scans have their own): five messages of the largest size.
+ * A message holds what it has sent so far, so a sender that trickles holds little, and one more
+ * byte past this refuses that message for now. One sender (an SMTP client address) holds at most
+ * one message's worth, so that five others always find room.
  */
 const RECEIVING_MAX_BYTES = 5 * EMAIL_MAX_BYTES;
+const RECEIVING_MAX_BYTES_PER_SENDER = EMAIL_MAX_BYTES;
 let receiving = 0;
+const receivingBy = new Map<string, number>();
 
 /**
  * Messages read at once, SMTP, HTTP and mailbox scans together, each on its own thread. A slot is
@@ -87,13 +91,18 @@ export interface ParsedEmail {
  * message that cannot be read (MessageTookTooLong past the deadline). `readers`: other threads
  * with other limits (tests).
  */
-export async function parseEmail(source: Readable | Buffer, options: { readers?: MimeReaders } = {}): Promise<ParsedEmail> {
-  const held = { bytes: 0 };
+export async function parseEmail(source: Readable | Buffer, options: { readers?: MimeReaders; sender?: string } = {}): Promise<ParsedEmail> {
+  const held = { bytes: 0, sender: options.sender };
   try {
     const bytes = await messageBytes(source, held);
     return await readOnThread(bytes, options.readers ?? readers);
   } finally {
     receiving -= held.bytes;
+    if (held.sender !== undefined) {
+      const left = (receivingBy.get(held.sender) ?? 0) - held.bytes;
+      if (left > 0) receivingBy.set(held.sender, left);
+      else receivingBy.delete(held.sender);
+    }
   }
 }
 
@@ -123,11 +132,13 @@ export function closeEmailReaders(): Promise<void> {
  * The whole message in a buffer of its own (so that it can be transferred to the thread, not
  * copied again), at most EMAIL_MAX_BYTES. A given Buffer is copied: the caller keeps it.
  */
-async function messageBytes(source: Readable | Buffer, held: { bytes: number }): Promise<Uint8Array> {
+async function messageBytes(source: Readable | Buffer, held: { bytes: number; sender?: string }): Promise<Uint8Array> {
   const hold = (n: number) => {
-    if (receiving + n > RECEIVING_MAX_BYTES) throw new IntakeBusy();
+    const bySender = held.sender === undefined ? 0 : receivingBy.get(held.sender) ?? 0;
+    if (receiving + n > RECEIVING_MAX_BYTES || bySender + n > RECEIVING_MAX_BYTES_PER_SENDER) throw new IntakeBusy();
     receiving += n;
     held.bytes += n;
+    if (held.sender !== undefined) receivingBy.set(held.sender, bySender + n);
   };
   if (Buffer.isBuffer(source)) {
     if (source.length > EMAIL_MAX_BYTES) throw new MessageTooLarge();

@@ -6,7 +6,7 @@ import type { Storage } from "../storage/index.js";
 import { ByteLimit, EMAIL_MAX_BYTES, IntakeBusy, MalformedMessage, MessageTooLarge, parseEmail } from "./email.js";
 import { receiveIntake } from "./receive.js";
 import { intakeOrganizations } from "./recipients.js";
-import { IDLE_WITHOUT_PROGRESS_MS, SESSION_LIFETIME_MS, SESSIONS_PER_ADDRESS, SmtpSessions, type SmtpSessionLimits } from "./smtp-sessions.js";
+import { addressKey, IDLE_WITHOUT_PROGRESS_MS, SESSION_LIFETIME_MS, SESSIONS_PER_ADDRESS, SmtpSessions, type SmtpSessionLimits } from "./smtp-sessions.js";
 
 export interface SmtpIntake {
   port: number;
@@ -77,10 +77,13 @@ export async function startSmtpIntake(options: {
       callback();
     },
     onRcptTo(address, session, callback) {
-      sessions.progress(session);
       if (session.envelope.rcptTo.length >= MAX_RECIPIENTS) return callback(smtpError(452, "Too many recipients"));
       intakeOrganizations(pools.owner, "email", [address.address]).then(
-        (orgs) => callback(orgs.length > 0 ? null : smtpError(550, "No such intake address")),
+        (orgs) => {
+          // Only an accepted recipient is progress: a client repeating unknown ones is idle.
+          if (orgs.length > 0) sessions.progress(session);
+          callback(orgs.length > 0 ? null : smtpError(550, "No such intake address"));
+        },
         (err) => {
           logger.error({ err: { message: (err as Error).message } }, "smtp intake: recipient lookup failed");
           callback(smtpError(451, "Temporary failure, try again later"));
@@ -129,7 +132,7 @@ export async function startSmtpIntake(options: {
     stream.pipe(limited);
     let parsed;
     try {
-      parsed = await parseEmail(limited);
+      parsed = await parseEmail(limited, { sender: addressKey(session.remoteAddress) });
     } finally {
       // Past the limit (or a parse failure) the rest is read and dropped: the reply comes after it.
       stream.unpipe(limited);
