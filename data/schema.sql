@@ -31,6 +31,7 @@ table app_private.job_results (row-level security, forced)
 table app_private.worker_heartbeats
   column pool_id text not null
   column beat_at timestamp with time zone not null default now()
+  column beating_since timestamp with time zone not null default now()
   constraint worker_heartbeats_pkey PRIMARY KEY (pool_id)
   CREATE UNIQUE INDEX worker_heartbeats_pkey ON app_private.worker_heartbeats USING btree (pool_id)
   grants: none
@@ -1028,13 +1029,15 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.beat_worker_pools(pool_ids text[])
+CREATE OR REPLACE FUNCTION app_private.beat_worker_pools(pool_ids text[], dead_after interval)
  RETURNS void
  LANGUAGE sql
 AS $function$
-  insert into app_private.worker_heartbeats (pool_id, beat_at)
-  select distinct p, now() from unnest(pool_ids) p
-  on conflict (pool_id) do update set beat_at = excluded.beat_at;
+  insert into app_private.worker_heartbeats as h (pool_id, beat_at, beating_since)
+  select distinct p, now(), now() from unnest(pool_ids) p
+  on conflict (pool_id) do update
+    set beat_at = excluded.beat_at,
+        beating_since = case when h.beat_at < now() - dead_after then now() else h.beating_since end;
 $function$
 -- grants: <owner>: EXECUTE
 
@@ -2653,20 +2656,6 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.purge_empty_job_queues()
- RETURNS integer
- LANGUAGE plpgsql
-AS $function$
-declare v_removed integer;
-begin
-  delete from graphile_worker._private_job_queues q
-   where q.locked_at is null
-     and not exists (select 1 from graphile_worker._private_jobs j where j.job_queue_id = q.id);
-  get diagnostics v_removed = row_count;
-  return v_removed;
-end $function$
--- grants: <owner>: EXECUTE
-
 CREATE OR REPLACE FUNCTION app_private.purge_expired()
  RETURNS void
  LANGUAGE sql
@@ -3210,12 +3199,16 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.release_dead_worker_jobs(dead_after interval, unknown_after interval)
+CREATE OR REPLACE FUNCTION app_private.release_dead_worker_jobs(own text[], dead_after interval, unknown_after interval, retry_after interval)
  RETURNS integer
  LANGUAGE plpgsql
 AS $function$
 declare v_dead text[]; v_released integer;
 begin
+  if not exists (select 1 from app_private.worker_heartbeats h
+                  where h.pool_id = any (own) and h.beating_since <= now() - dead_after) then
+    return 0;
+  end if;
   select coalesce(array_agg(distinct d.locked_by), '{}') into v_dead from (
     select j.locked_by, j.locked_at from graphile_worker._private_jobs j where j.locked_by is not null
     union all
@@ -3227,7 +3220,11 @@ begin
   delete from app_private.worker_heartbeats where beat_at < now() - greatest(dead_after, interval '1 day')
      or pool_id = any (v_dead);
   if cardinality(v_dead) = 0 then return 0; end if;
-  select count(*) into v_released from graphile_worker._private_jobs where locked_by = any (v_dead);
+  update graphile_worker._private_jobs
+     set run_at = now() + retry_after * attempts * attempts,
+         last_error = 'The worker running this job stopped before it finished (killed, or out of memory).'
+   where locked_by = any (v_dead);
+  get diagnostics v_released = row_count;
   perform graphile_worker.force_unlock_workers(v_dead);
   return v_released;
 end $function$

@@ -96,7 +96,7 @@ it("releases the jobs of a worker that stopped beating, and runs them again at o
   let worker: Worker | undefined;
   try {
     const started = Date.now();
-    worker = await startWorker(pool, { taskList: tasks, heartbeatMs: 200, deadAfterMs: 1_000 });
+    worker = await startWorker(pool, { taskList: tasks, heartbeatMs: 200, deadAfterMs: 1_000, retryAfterMs: 100 });
     await until(() => runs.length === 1, 10_000);
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(runs[0].org).toBe(a.organizationId);

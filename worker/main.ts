@@ -53,4 +53,16 @@ if (stopping) await started.stop();
 else {
   runner = started;
   logger.info("worker started");
+  // A lane that ends by itself (its pool failed) leaves its tasks unserved: the process ends, and
+  // `npm start` starts another worker (`npm run worker` under a service manager is restarted by it).
+  started.promise.then(
+    () => { if (!stopping) exitBroken("a lane of the worker stopped by itself"); },
+    (e: unknown) => { if (!stopping) exitBroken(`a lane of the worker failed: ${(e as Error)?.message}`); },
+  );
+}
+
+function exitBroken(why: string): never {
+  logger.error(why);
+  flushLogs();
+  process.exit(1);
 }

@@ -24,17 +24,31 @@ export interface WorkerOptions {
   deadAfterMs?: number;
   /** A lock by a pool that never beat is released after this long. */
   unknownAfterMs?: number;
+  /** A released job waits this long × its attempts², so that a job that kills its worker does not loop. */
+  retryAfterMs?: number;
   /** The tasks (tests pass their own storage and configuration). */
   taskList?: TaskList;
 }
 
+/**
+ * How often an idle slot looks for a job, by lane. They differ on purpose: a slot looking for a job
+ * locks, for that moment, every organization's queue it could take from, and another lane's slot
+ * looking at the same moment skips them and finds nothing until its next look. Polls in step
+ * would meet every time; these drift apart.
+ */
+const POLL_MS = { quick: 2_000, reading: 1_300, long: 1_700 } as const;
+
 const HEARTBEAT_MS = 5_000;
 /** Six missed beats: a pool's event loop blocked that long is as good as dead. */
 const DEAD_AFTER_MS = 30_000;
-const UNKNOWN_AFTER_MS = 5 * 60_000;
+/** Longer than a scan's deadline (10 minutes): a worker of an older version that does not beat keeps its jobs. */
+const UNKNOWN_AFTER_MS = 15 * 60_000;
+/** A job released once runs again 10 s later, so within a minute of its worker's death. */
+const RETRY_AFTER_MS = 10_000;
 
 export interface Worker {
   stop(): Promise<void>;
+  /** Settles when every lane has stopped; rejects when one of them failed (the process should then end). */
   promise: Promise<void>;
   /** The pools' ids, as graphile-worker locks jobs with them. */
   poolIds(): string[];
@@ -44,16 +58,22 @@ export async function startWorker(pgPool: pg.Pool, options: WorkerOptions = {}):
   const concurrency = options.concurrency ?? 2;
   const tasks = options.taskList ?? configuredTasks;
   const slots = { quick: concurrency, reading: READERS, long: concurrency };
-  const pools = new Set<string>();
+  const pools = new Set<string>(); // beating
+  const made = new Set<string>(); // forgotten at the end
   const events: WorkerEvents = new EventEmitter();
-  events.on("pool:create", ({ workerPool }) => pools.add(workerPool.id));
-  const heartbeat = startHeartbeat(pgPool, () => [...pools], options);
+  events.on("pool:create", ({ workerPool }) => {
+    pools.add(workerPool.id);
+    made.add(workerPool.id);
+  });
+  // A pool that ended beats no more: its jobs, if any, go to the next worker.
+  events.on("pool:release", ({ workerPool }) => pools.delete(workerPool.id));
+  const heartbeat = startHeartbeat(pgPool, () => [...pools], () => [...made], options);
 
   const runners: Runner[] = [];
   try {
     for (const lane of Object.keys(LANES) as (keyof typeof LANES)[]) {
       runners.push(await run({
-        pgPool, events, noHandleSignals: true, pollInterval: 2000,
+        pgPool, events, noHandleSignals: true, pollInterval: POLL_MS[lane],
         taskList: Object.fromEntries(LANES[lane].map((task) => [task, tasks[task]])),
         concurrency: slots[lane],
         ...(lane === "quick" ? { crontab } : {}),
@@ -80,18 +100,21 @@ export async function startWorker(pgPool: pg.Pool, options: WorkerOptions = {}):
 }
 
 /** Beats for the pools, and releases the jobs of dead ones, every `heartbeatMs`. */
-function startHeartbeat(pgPool: pg.Pool, poolIds: () => string[], options: WorkerOptions) {
+function startHeartbeat(pgPool: pg.Pool, poolIds: () => string[], allPoolIds: () => string[], options: WorkerOptions) {
   const every = options.heartbeatMs ?? HEARTBEAT_MS;
   const deadAfter = `${(options.deadAfterMs ?? DEAD_AFTER_MS) / 1000} seconds`;
   const unknownAfter = `${(options.unknownAfterMs ?? UNKNOWN_AFTER_MS) / 1000} seconds`;
+  const retryAfter = `${(options.retryAfterMs ?? RETRY_AFTER_MS) / 1000} seconds`;
   let beating: Promise<void> = Promise.resolve();
   const beat = () => {
     beating = beating.then(async () => {
       try {
         const ids = poolIds();
-        if (ids.length > 0) await pgPool.query("select app_private.beat_worker_pools($1)", [ids]);
+        if (ids.length === 0) return;
+        await pgPool.query("select app_private.beat_worker_pools($1, $2::interval)", [ids, deadAfter]);
         const { rows: [{ released }] } = await pgPool.query<{ released: number }>(
-          "select app_private.release_dead_worker_jobs($1::interval, $2::interval) as released", [deadAfter, unknownAfter]);
+          "select app_private.release_dead_worker_jobs($1, $2::interval, $3::interval, $4::interval) as released",
+          [ids, deadAfter, unknownAfter, retryAfter]);
         if (released > 0) logger.warn({ released }, "worker: jobs of a dead worker released, to be run again");
       } catch (e) {
         logger.warn({ err: { message: (e as Error).message } }, "worker: heartbeat failed");
@@ -105,7 +128,7 @@ function startHeartbeat(pgPool: pg.Pool, poolIds: () => string[], options: Worke
     async stop() {
       clearInterval(timer);
       await beating;
-      const ids = poolIds();
+      const ids = allPoolIds();
       if (ids.length > 0) await pgPool.query("select app_private.forget_worker_pools($1)", [ids]).catch(() => {});
     },
   };

@@ -24,9 +24,9 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
   const scan = (payload: unknown, helpers: JobHelpers) =>
     runSourceScan({ owner: jobPool(helpers), storage: jobStorage(), config: jobConfig() }, sourceScanPayload(payload));
   return {
-    // Hourly housekeeping: idempotency records live 24 hours, rate-limit windows one hour; empty job queues go.
+    // Hourly housekeeping: idempotency records live 24 hours, rate-limit windows one hour.
     async purge_expired(_payload, helpers) {
-      await helpers.withPgClient((client) => client.query("select app_private.purge_expired(), app_private.purge_empty_job_queues()"));
+      await helpers.withPgClient((client) => client.query("select app_private.purge_expired()"));
     },
 
     // A processor export already in storage (decisions §10), enqueued by `import_processor_balance
