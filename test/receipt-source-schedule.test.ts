@@ -5,8 +5,9 @@ import { crontab } from "../worker/tasks.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 
 /**
- * When sources are scanned (decisions §13): each due source is queued once, on a queue of its
- * own; a failing one waits longer after each failure; scans already queued are not queued twice.
+ * When sources are scanned: each due source is queued once, on its organization's long-job queue
+ * (one scan of the organization at a time); a failing one waits longer after each failure; scans
+ * already queued are not queued twice.
  * The connections themselves are tested against real servers in mailboxes.test.ts and
  * cloud-drives.test.ts.
  */
@@ -32,10 +33,10 @@ const queueDue = async () => (await h.owner.query(
   "select app_private.queue_due_source_scans(interval '15 minutes', interval '15 minutes') as n")).rows[0].n as number;
 
 describe("the scan schedule", () => {
-  it("queues each due source once, on its own queue, and not again until the interval has passed", async () => {
+  it("queues each due source once, on its organization's queue, and not again until the interval has passed", async () => {
     const id = await addSource(t.organizationId, { host: "mail.example.com", port: 993, secure: true, username: "a", folder: "INBOX" });
     expect(await queueDue()).toBeGreaterThanOrEqual(1);
-    expect(await scanJobs(id)).toEqual([{ id: expect.any(String), queue_name: `mailbox:${id}`, key: `scan:${id}` }]);
+    expect(await scanJobs(id)).toEqual([{ id: expect.any(String), queue_name: `long:${t.organizationId}`, key: `scan:${id}` }]);
     expect(await queueDue()).toBe(0);
     const { rows: [s] } = await h.owner.query("select next_scan_at - now() > interval '14 minutes' as later from app_public.receipt_sources where id = $1", [id]);
     expect(s.later).toBe(true);
