@@ -48,8 +48,8 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
       await recordedJob(helpers, payloadOrganizationId(payload), () => runExtraction(helpers, jobStorage(), extractReceiptPayload(payload)));
     },
 
-    // Mailboxes and cloud drives (decisions §13): due scans queued each minute, each source's
-    // scans on a queue of its own (one at a time), and each scan reported in job_results.
+    // Mailboxes and cloud drives: due scans queued each minute, an organization's scans on its
+    // long-job queue (one at a time), and each scan reported in job_results.
     async [QUEUE_SOURCE_SCANS_TASK](_payload, helpers) {
       await queueDueSourceScans(helpers, jobConfig());
     },
@@ -69,9 +69,9 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
       await recordedJob(helpers, payloadOrganizationId(payload), () => reextractReceipts(helpers, payload));
     },
 
-    // Webhooks (issue 13): an endpoint's due deliveries, from the job of one of them (queued with
-    // the change that made its event, on the endpoint's own queue). Not in job_results: the
-    // delivery log is their record.
+    // Webhooks: an endpoint's due deliveries, from the job of one of them (queued with the change
+    // that made its event, on its organization's webhook queue). Not in job_results: the delivery
+    // log is their record.
     async [DELIVER_WEBHOOK_TASK](payload, helpers) {
       const p = webhookDeliveryPayload(payload);
       if (!p) return helpers.logger.error(`${DELIVER_WEBHOOK_TASK}: the payload needs organizationId and deliveryId (UUIDs); not retried.`);

@@ -61,7 +61,7 @@ export async function runSourceScan(deps: SourceScanDeps, payload: SourceScanPay
   const limit = deadline(SCAN_DEADLINE_MS, "The scan", SCAN_SOFT_LIMIT_MS);
   // Disconnecting a source stops its scan in flight: the person asked for nothing more from it.
   const watch = setInterval(() => {
-    owner.query<{ gone: boolean }>("select app_private.source_for_scan($1) is null as gone", [id]).then(({ rows: [{ gone }] }) => {
+    owner.query<{ gone: boolean }>("select not exists (select 1 from app_public.receipt_sources where id = $1) as gone", [id]).then(({ rows: [{ gone }] }) => {
       if (!gone) return;
       report.disconnected = true;
       limit.cancel(new SourceError("The source was disconnected during its scan."));
@@ -96,7 +96,7 @@ export async function runSourceScan(deps: SourceScanDeps, payload: SourceScanPay
   return { receiptSourceId: id, ...report };
 }
 
-/** The cron's task: every source whose scan is due is queued, each on its own queue. */
+/** The cron's task: every source whose scan is due is queued, on its organization's long-job queue. */
 export async function queueDueSourceScans(helpers: JobHelpers, config: Config): Promise<void> {
   await helpers.query("select app_private.queue_due_source_scans(make_interval(secs => $1), make_interval(secs => $2))",
     [config.mailboxScanIntervalSeconds, config.cloudDriveScanIntervalSeconds]);

@@ -138,6 +138,9 @@ async function readObject({ client, answers }: CloudDrive, owner: pg.Pool, stora
     file = await storeReceiptFile(storage, key, body);
   } catch (e) {
     if (limit.signal.aborted) throw limit.expired(e);
+    // A body past its bytes or time (one that trickles) is the store's doing: the source's error.
+    const breach = answers.failure(download ?? e);
+    if (breach !== (download ?? e)) throw breach;
     if (download !== null || body.errored) {
       report.failed++; // the store broke off the download: as above
       return;
