@@ -240,6 +240,17 @@ describe("POST /uploads under way at once", () => {
 });
 
 describe("UTF-8 file names", () => {
+  it("drops an upload that stops arriving (408), and gives its place back", async () => {
+    const t = await createTenant(h);
+    const started = Date.now();
+    const held = heldUpload(t);
+    const answer = await held.answered;
+    expect(answer.status).toBe(408);
+    expect(answer.body.errors[0].message).toBe("The upload is arriving too slowly (less than 128 KB in 10 s).");
+    expect(Date.now() - started).toBeLessThan(25_000);
+    await until(() => underWay() === 0, "its place given back");
+  }, 30_000);
+
   it("keeps reçu.pdf as sent (a decomposed ç too) and serves it back under that name", async () => {
     const [a] = tenants;
     const doc = await PDFDocument.create();

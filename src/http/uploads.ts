@@ -25,6 +25,13 @@ import { UploadSlots, type UploadPlace } from "./upload-slots.js";
 /** A whole upload may take this long; past it the request is dropped and nothing kept. */
 const UPLOAD_TIMEOUT_MS = 120_000;
 /**
+ * An upload under way must keep arriving: less than this in any 10 s, and it is dropped (408), so
+ * that uploads that trickle cannot keep every place for their two minutes. 128 KB in 10 s (13 KB/s,
+ * a poor mobile link) is a twentieth of what a 20 MB file needs to arrive within UPLOAD_TIMEOUT_MS.
+ */
+const MIN_PROGRESS_BYTES = 128 * 1024;
+const PROGRESS_WINDOW_MS = 10_000;
+/**
  * Uploads one credential (API key or user) may have under way at once: a person or a program
  * sends a few files at a time; past that it is a flood, which one key must not make of the
  * places every caller shares.
@@ -108,6 +115,7 @@ async function receiveUpload(req: Request, res: Response, pools: Pools, storage:
   let fileStream: Readable | undefined;
   let refusal: unknown;
   let timer: NodeJS.Timeout | undefined;
+  let progress: NodeJS.Timeout | undefined;
 
   await new Promise<void>((resolve) => {
     const fail = (e: unknown) => {
@@ -162,8 +170,21 @@ async function receiveUpload(req: Request, res: Response, pools: Pools, storage:
     parser.on("close", () => resolve());
     req.on("close", () => { if (!req.complete) fail(new Refusal("The upload was interrupted.", "BAD_USER_INPUT")); });
     timer = setTimeout(() => fail(new Refusal("The upload took too long.", "BAD_USER_INPUT", 408)), UPLOAD_TIMEOUT_MS);
+    let arrived = 0;
+    req.on("data", (chunk: Buffer) => { arrived += chunk.length; });
+    let lastArrived = 0;
+    progress = setInterval(() => {
+      if (req.complete) return clearInterval(progress);
+      if (arrived - lastArrived < MIN_PROGRESS_BYTES) {
+        fail(new Refusal(`The upload is arriving too slowly (less than ${MIN_PROGRESS_BYTES / 1024} KB in ${PROGRESS_WINDOW_MS / 1000} s).`, "BAD_USER_INPUT", 408));
+      }
+      lastArrived = arrived;
+    }, PROGRESS_WINDOW_MS);
     req.pipe(parser);
-  }).finally(() => clearTimeout(timer));
+  }).finally(() => {
+    clearTimeout(timer);
+    clearInterval(progress);
+  });
 
   // Whatever happened, the store has to settle before answering: a refused upload leaves nothing.
   const file = await stored?.catch((e: unknown) => { refusal ??= e; return undefined; });
