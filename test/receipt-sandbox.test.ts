@@ -112,6 +112,8 @@ describe("receipt extraction sandbox", () => {
     expect(error?.message).toBe("The document could not be read: the reader ran out of memory or crashed.");
     expect(error?.permanent).toBe(true);
     await expect(queued).resolves.toMatchObject({ vendorName: "Queued Co", amount: "9.99" });
+    await extractInSandbox({ bytes: Buffer.from("after"), contentType: "text/plain", dateOrder: "auto" });
+    expect(sandboxPid()).toBeDefined(); // the killed reader's slot has a new one
     expect(sandboxPid()).not.toBe(pid);
   });
 
