@@ -233,6 +233,9 @@ export async function runScenario<P>(scenario: Scenario<P>, options: SoakOptions
       if (!over || safetyStop) return;
       safetyStop = `${over.label} ${over.pid} reached ${mb(over.peakKb).toLocaleString("en-US")} MB (over --max-rss-gb ${options.maxRssGb}): the run was stopped there`;
       log(safetyStop);
+      stopping = true; // the kill below is ours, not a death
+      // At once: the process may grow by gigabytes in the seconds the rest of the ending takes.
+      void server?.stop(0);
       ended.abort();
     }, 500);
     cleanups.push(() => clearInterval(safety));

@@ -73,7 +73,10 @@ export class Probes {
     const timer = setTimeout(() => abort.abort(), PROBE_TIMEOUT_MS);
     send(abort.signal).then(
       () => this.record(id, { target, at, ms: Date.now() - at, ok: true, timeout: false, unfinished: false }),
-      (e: Error) => this.record(id, { target, at, ms: Date.now() - at, ok: false, timeout: abort.signal.aborted, unfinished: false, error: e.message }),
+      (e: Error & { cause?: { code?: string; message?: string } }) => this.record(id, {
+        target, at, ms: Date.now() - at, ok: false, timeout: abort.signal.aborted, unfinished: false,
+        error: e.cause ? `${e.message}: ${e.cause.code ?? e.cause.message}` : e.message, // undici says "fetch failed" and why in cause
+      }),
     ).finally(() => clearTimeout(timer));
   }
 

@@ -1,6 +1,6 @@
 import { startHostileImap } from "../../../test/helpers/fakes/imap.js";
 import type { Scenario } from "../harness.js";
-import { connectMailbox, describeJobs, keepReading, mailboxes, syncMailbox } from "./sources.js";
+import { connectMailbox, describeConnect, describeJobs, keepReading, mailboxes, refusedWithReason, syncMailbox } from "./sources.js";
 
 /**
  * Issue 32, item 1: B's mailbox on an IMAP server that answers the header fetch with `* n FETCH`
@@ -16,9 +16,9 @@ export const imapEndless: Scenario = {
     ctx.onCleanup(() => imap.close());
     const b = ctx.attacker;
     const connected = await connectMailbox(ctx, b, imap.port, "b@hostile.test");
-    ctx.log(`connectMailbox: ${connected.id ? "connected" : connected.error} in ${connected.ms} ms`);
-    const figures: Record<string, unknown> = { connect: connected.id ? `connected in ${connected.ms} ms` : `refused in ${connected.ms} ms: ${connected.error}` };
-    if (!connected.id) return { figures, checks: { sourceRefusedWithReason: Boolean(connected.error) } };
+    ctx.log(`connectMailbox: ${describeConnect(connected)}`);
+    const figures: Record<string, unknown> = { connect: describeConnect(connected) };
+    if (!connected.id) return { figures, checks: { sourceRefusedWithReason: refusedWithReason(connected) } };
     figures.sync = await syncMailbox(ctx, b, connected.id);
     const state = keepReading(ctx, async () => (await mailboxes(ctx, b)).find((m) => m.id === connected.id));
     await state.done;

@@ -1,7 +1,7 @@
 import { startEndlessS3 } from "../../../test/helpers/fakes/s3.js";
 import { startSwitchingProxy } from "../../../test/helpers/fakes/switching-proxy.js";
 import type { AttackResult, Scenario } from "../harness.js";
-import { cloudDrives, connectCloudDrive, describeJobs, keepReading, syncCloudDrive } from "./sources.js";
+import { cloudDrives, connectCloudDrive, describeConnect, describeJobs, keepReading, refusedWithReason, syncCloudDrive } from "./sources.js";
 
 /**
  * Issue 32, item 3: B's cloud drive on an S3-compatible endpoint whose ListObjectsV2 answer never
@@ -24,9 +24,9 @@ export const s3Endless: Scenario = {
 
     ctx.phase("4 connection tests");
     const tests = await Promise.all([1, 2, 3, 4].map((n) => connectCloudDrive(ctx, b, endless.endpoint, `endless-${n}`)));
-    figures.connectionTests = tests.map((t) => (t.id ? `connected in ${t.ms} ms` : `refused in ${t.ms} ms: ${t.error}`));
+    figures.connectionTests = tests.map(describeConnect);
     figures.endlessListingSentMb = Math.round(endless.bytesSent() / 2 ** 20);
-    if (ctx.signal.aborted) return { figures, checks: { connectionTestsRefused: tests.every((t) => !t.id && Boolean(t.error)) } };
+    if (ctx.signal.aborted) return { figures, checks: { connectionTestsRefused: tests.every(refusedWithReason) } };
 
     ctx.phase("scan");
     const drive = await connectCloudDrive(ctx, b, `http://127.0.0.1:${proxy.port}`, "receipts");
@@ -45,7 +45,7 @@ export const s3Endless: Scenario = {
     return {
       figures,
       checks: {
-        connectionTestsRefused: tests.every((t) => !t.id && Boolean(t.error)),
+        connectionTestsRefused: tests.every(refusedWithReason),
         scanRefusedWithReason: drive.id ? last?.status === "error" && Boolean(last.lastError) : null,
       },
     };

@@ -2,7 +2,7 @@ import { startHostileImap } from "../../../test/helpers/fakes/imap.js";
 import { oneWordText, slowOcrImage } from "../../../test/helpers/fakes/slow-receipts.js";
 import type { Scenario } from "../harness.js";
 import { receiptState, uploadReceipt } from "./receipts.js";
-import { connectMailbox, describeJobs, disconnectMailbox, mailboxes, syncMailbox } from "./sources.js";
+import { connectMailbox, describeConnect, describeJobs, disconnectMailbox, mailboxes, syncMailbox } from "./sources.js";
 
 /**
  * Issue 32, item 4: background work starved across tenants. B's two mailboxes on an IMAP server
@@ -23,7 +23,7 @@ export const slowSources: Scenario<{ image: Buffer }> = {
     const b = ctx.attacker;
     const figures: Record<string, unknown> = {};
     const boxes = await Promise.all([connectMailbox(ctx, b, imap.port, "b1@hostile.test"), connectMailbox(ctx, b, imap.port, "b2@hostile.test")]);
-    figures.connect = boxes.map((m) => (m.id ? `connected in ${m.ms} ms` : `refused: ${m.error}`));
+    figures.connect = boxes.map(describeConnect);
     figures.sync = await Promise.all(boxes.filter((m) => m.id).map((m) => syncMailbox(ctx, b, m.id!)));
     const slow = await Promise.all([
       uploadReceipt(ctx, b, { name: "dense.png", type: "image/png", bytes: image }),

@@ -5,6 +5,16 @@ import type { Tenant } from "../tenants.js";
 /** The receipt-source operations an owner runs (by JWT), as the attacker B runs them. */
 export interface SourceState { id: string; status: string; lastError: string | null; lastScannedAt: string | null }
 
+/** How a connect that got no answer at all (the server gone, a timeout) is told from a refusal. */
+export const NO_ANSWER = "no answer";
+
+/** Refused by the service with a reason (not merely unanswered). */
+export const refusedWithReason = (r: { id?: string; error?: string }) => !r.id && Boolean(r.error) && !r.error!.startsWith(NO_ANSWER);
+
+/** A connect's outcome in words. */
+export const describeConnect = (r: { id?: string; error?: string; ms: number }) =>
+  r.id ? `connected in ${r.ms} ms` : r.error!.startsWith(NO_ANSWER) ? `${r.error} (after ${r.ms} ms)` : `refused in ${r.ms} ms: ${r.error}`;
+
 const ask = (ctx: SoakContext, org: Tenant, query: string, variables: Record<string, unknown>, timeoutMs = 60_000) =>
   gql(ctx.url, org.ownerAuth, query, { o: org.id, ...variables }, { organizationId: org.id, timeoutMs });
 
@@ -15,7 +25,7 @@ export async function connectMailbox(ctx: SoakContext, org: Tenant, port: number
         username: $u, password: "hostile", folder: "INBOX") { success error mailbox { id } } }`, { port, u: username });
     return d.connectMailbox.success ? { id: d.connectMailbox.mailbox.id, ms: Date.now() - started } : { error: d.connectMailbox.error, ms: Date.now() - started };
   } catch (e) {
-    return { error: (e as Error).message, ms: Date.now() - started };
+    return { error: `${NO_ANSWER}: ${(e as Error).message}`, ms: Date.now() - started };
   }
 }
 
@@ -41,7 +51,7 @@ export async function connectCloudDrive(ctx: SoakContext, org: Tenant, endpoint:
         accessKeyId: "AKIASOAK", secretAccessKey: "hostile-secret", region: "us-east-1") { success error cloudDrive { id } } }`, { e: endpoint, b: bucket }, 120_000);
     return d.connectCloudDrive.success ? { id: d.connectCloudDrive.cloudDrive.id, ms: Date.now() - started } : { error: d.connectCloudDrive.error, ms: Date.now() - started };
   } catch (e) {
-    return { error: (e as Error).message, ms: Date.now() - started };
+    return { error: `${NO_ANSWER}: ${(e as Error).message}`, ms: Date.now() - started };
   }
 }
 
