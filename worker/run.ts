@@ -95,6 +95,8 @@ export async function startWorker(pgPool: pg.Pool, options: WorkerOptions = {}):
     async stop() {
       await Promise.all(runners.map((r) => r.stop()));
       await heartbeat.stop();
+      // Before this process may exit: a reader left running would read on, orphaned.
+      await closeSandbox();
     },
   };
 }

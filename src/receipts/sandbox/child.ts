@@ -15,6 +15,9 @@ const send = (reply: ReaderReply) => process.send?.(reply);
 process.on("SIGINT", () => undefined);
 process.on("SIGTERM", () => undefined);
 process.on("disconnect", () => process.exit(0));
+// A parent killed outright may leave the channel's end open a while; this process is then adopted.
+const parent = process.ppid;
+setInterval(() => { if (process.ppid !== parent) process.exit(0); }, 1000).unref();
 
 process.on("message", (message: ReaderRequest) => {
   if (message.type === "close") {
