@@ -5,7 +5,7 @@ import path from "node:path";
 import nodemailer from "nodemailer";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSmtpIntake, type SmtpIntake } from "../src/intake/smtp.js";
-import { addressKey, SESSIONS_PER_ADDRESS } from "../src/intake/smtp-sessions.js";
+import { addressKey, networkKey, SESSIONS_PER_ADDRESS } from "../src/intake/smtp-sessions.js";
 import { LocalStorage } from "../src/storage/local.js";
 import { createTenant, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 
@@ -115,11 +115,31 @@ describe("SMTP intake: no sender holds it shut", () => {
     await again.command("QUIT");
   });
 
+  it("caps one network's sessions too, whatever its addresses (421 at connect)", async () => {
+    const smtp = await listen({ perNetwork: 3 });
+    const held = [rawSession(smtp.port, "127.0.0.3"), rawSession(smtp.port, "127.0.0.4"), rawSession(smtp.port, "127.0.0.5")];
+    for (const s of held) expect(await s.greeting).toMatch(/^220 /);
+    const extra = rawSession(smtp.port, "127.0.0.6");
+    expect(await extra.greeting).toBe("421 Too many sessions from your network (at most 3), try again later");
+    await extra.closed;
+    for (const s of held) await s.command("QUIT");
+    await Promise.all(held.map((s) => s.closed));
+    const again = rawSession(smtp.port, "127.0.0.6");
+    expect(await again.greeting).toMatch(/^220 /);
+    await again.command("QUIT");
+  });
+
   it("counts an IPv6 sender by its /64 and an IPv4-mapped one as the IPv4 address", () => {
     expect(addressKey("2001:db8:1:2:3:4:5:6")).toBe(addressKey("2001:db8:1:2::9"));
     expect(addressKey("2001:db8:1:2:3:4:5:6")).not.toBe(addressKey("2001:db8:1:3::9"));
     expect(addressKey("::ffff:127.0.0.2")).toBe("127.0.0.2");
     expect(addressKey("127.0.0.1")).not.toBe(addressKey("127.0.0.2"));
+    // Networks: an IPv4 /24 and an IPv6 /48 (a home /56 is 256 /64s, one sender).
+    expect(networkKey("203.0.113.7")).toBe(networkKey("203.0.113.200"));
+    expect(networkKey("203.0.113.7")).not.toBe(networkKey("203.0.114.7"));
+    expect(networkKey("2001:db8:1:2::9")).toBe(networkKey("2001:db8:1:ff00::1"));
+    expect(networkKey("2001:db8:1:2::9")).not.toBe(networkKey("2001:db8:2:2::9"));
+    expect(networkKey("::ffff:127.0.0.2")).toBe("127.0.0.0/24");
   });
 
   it("closes a session that only sends NOOP, RSET, HELP and VRFY once the idle time is up (421)", async () => {

@@ -4,6 +4,8 @@ import type { SMTPServer, SMTPServerSession } from "smtp-server";
 export interface SmtpSessionLimits {
   /** Sessions one client address (an IPv6 /64) may hold open at once. */
   perAddress: number;
+  /** Sessions one client network (an IPv4 /24, an IPv6 /48) may hold open at once. */
+  perNetwork: number;
   /** A session that makes no progress (MAIL, RCPT, DATA) for this long is closed, whatever else it sends. */
   idleMs: number;
   /** No session lasts longer than this, progress or not. */
@@ -16,6 +18,12 @@ export interface SmtpSessionLimits {
  * enough that holding every session of the listener takes dozens of addresses.
  */
 export const SESSIONS_PER_ADDRESS = 5;
+/**
+ * And per network: one tenant of a hosting provider or one home IPv6 prefix (a /56 is 256 /64s)
+ * holds many addresses. A provider's outbound servers sharing a /24 deliver to one intake host
+ * over far fewer; 20 still leaves the listener's 200 to ten networks at least.
+ */
+export const SESSIONS_PER_NETWORK = 20;
 /**
  * A sender moves from the greeting to MAIL, and from one message to the next, in well under a
  * second; a minute without MAIL, RCPT or DATA is a session that is only holding its place (NOOP,
@@ -32,6 +40,7 @@ export const SESSION_LIFETIME_MS = 10 * 60_000;
 interface Tracked {
   session: SMTPServerSession;
   address: string;
+  network: string;
   idle?: NodeJS.Timeout;
   lifetime?: NodeJS.Timeout;
   /** A whole message is in and the server has not answered it yet: it is not cut before the answer. */
@@ -57,12 +66,18 @@ export class SmtpSessions {
   admit(session: SMTPServerSession): Error | null {
     if (this.closing) return Object.assign(new Error("Server shutting down"), { responseCode: 421 });
     const address = addressKey(session.remoteAddress);
+    const network = `network ${networkKey(session.remoteAddress)}`;
     const held = this.byAddress.get(address) ?? 0;
     if (held >= this.limits.perAddress) {
       return Object.assign(new Error(`Too many sessions from your address (at most ${this.limits.perAddress}), try again later`), { responseCode: 421 });
     }
+    const heldByNetwork = this.byAddress.get(network) ?? 0;
+    if (heldByNetwork >= this.limits.perNetwork) {
+      return Object.assign(new Error(`Too many sessions from your network (at most ${this.limits.perNetwork}), try again later`), { responseCode: 421 });
+    }
     this.byAddress.set(address, held + 1);
-    const t: Tracked = { session, address, answering: false };
+    this.byAddress.set(network, heldByNetwork + 1);
+    const t: Tracked = { session, address, network, answering: false };
     this.tracked.set(session.id, t);
     t.lifetime = setTimeout(() => this.end(session, "Session time limit reached, reconnect to continue"), this.limits.lifetimeMs).unref();
     this.restartIdle(session, t);
@@ -104,9 +119,11 @@ export class SmtpSessions {
     this.tracked.delete(session.id);
     clearTimeout(t.idle);
     clearTimeout(t.lifetime);
-    const held = (this.byAddress.get(t.address) ?? 1) - 1;
-    if (held > 0) this.byAddress.set(t.address, held);
-    else this.byAddress.delete(t.address);
+    for (const key of [t.address, t.network]) {
+      const held = (this.byAddress.get(key) ?? 1) - 1;
+      if (held > 0) this.byAddress.set(key, held);
+      else this.byAddress.delete(key);
+    }
   }
 
   /** The listener is closing: every session ends now, or right after the answer it is owed; none starts. */
@@ -143,4 +160,13 @@ export function addressKey(remoteAddress: string): string {
   const v6 = ip as ipaddr.IPv6;
   if (v6.isIPv4MappedAddress()) return v6.toIPv4Address().toString();
   return `${v6.parts.slice(0, 4).map((p) => p.toString(16)).join(":")}::/64`;
+}
+
+/** The network one sender may hold many addresses of: an IPv4 /24, or an IPv6 /48. */
+export function networkKey(remoteAddress: string): string {
+  if (!ipaddr.isValid(remoteAddress)) return remoteAddress;
+  const ip = ipaddr.parse(remoteAddress);
+  const v4 = ip.kind() === "ipv4" ? ip as ipaddr.IPv4 : (ip as ipaddr.IPv6).isIPv4MappedAddress() ? (ip as ipaddr.IPv6).toIPv4Address() : null;
+  if (v4) return `${v4.octets.slice(0, 3).join(".")}.0/24`;
+  return `${(ip as ipaddr.IPv6).parts.slice(0, 3).map((p) => p.toString(16)).join(":")}::/48`;
 }

@@ -6,7 +6,9 @@ import type { Storage } from "../storage/index.js";
 import { ByteLimit, EMAIL_MAX_BYTES, IntakeBusy, MalformedMessage, MessageTooLarge, parseEmail } from "./email.js";
 import { receiveIntake } from "./receive.js";
 import { intakeOrganizations } from "./recipients.js";
-import { addressKey, IDLE_WITHOUT_PROGRESS_MS, SESSION_LIFETIME_MS, SESSIONS_PER_ADDRESS, SmtpSessions, type SmtpSessionLimits } from "./smtp-sessions.js";
+import {
+  addressKey, IDLE_WITHOUT_PROGRESS_MS, SESSION_LIFETIME_MS, SESSIONS_PER_ADDRESS, SESSIONS_PER_NETWORK, SmtpSessions, type SmtpSessionLimits,
+} from "./smtp-sessions.js";
 
 export interface SmtpIntake {
   port: number;
@@ -52,7 +54,7 @@ export async function startSmtpIntake(options: {
 }): Promise<SmtpIntake> {
   const { pools, storage } = options;
   const limits: SmtpSessionLimits = {
-    perAddress: SESSIONS_PER_ADDRESS, idleMs: IDLE_WITHOUT_PROGRESS_MS, lifetimeMs: SESSION_LIFETIME_MS, ...options.sessionLimits,
+    perAddress: SESSIONS_PER_ADDRESS, perNetwork: SESSIONS_PER_NETWORK, idleMs: IDLE_WITHOUT_PROGRESS_MS, lifetimeMs: SESSION_LIFETIME_MS, ...options.sessionLimits,
   };
   const server: SMTPServer = new SMTPServer({
     name: "accounting-intake",
