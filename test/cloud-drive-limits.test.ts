@@ -9,6 +9,7 @@ import { MAX_PAGES_PER_SCAN } from "../src/sources/cloud-drive/scan.js";
 import { startEndlessS3, type EndlessS3 } from "./helpers/fakes/s3.js";
 import { createTenant, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { runJobs } from "./helpers/worker.js";
+import { until } from "./helpers/until.js";
 
 /**
  * A tenant's S3-compatible store cannot make the API or the worker hold what it sends: the AWS
@@ -49,11 +50,6 @@ afterAll(async () => {
   await h?.close();
 });
 
-async function until(check: () => boolean, ms: number): Promise<void> {
-  for (const end = Date.now() + ms; !check(); await new Promise((resolve) => setTimeout(resolve, 20))) {
-    if (Date.now() > end) throw new Error("timed out");
-  }
-}
 
 const cutOff = (fake: EndlessS3) =>
   `The store at ${fake.endpoint} sent more than 4 MB in answer to one request (the list of objects) and was cut off.`;
@@ -85,7 +81,7 @@ describe("the connection test", () => {
     expect(endless.listings()).toBe(1); // not retried
     expect((await h.owner.query("select count(*)::int n from app_public.receipt_sources where organization_id = $1",
       [t.organizationId])).rows[0].n).toBe(0);
-    await until(() => endless.openConnections() === 0, 5_000); // its connection closed, not kept for another call
+    await until("the fake's connections closed", () => endless.openConnections() === 0, 5_000); // its connection closed, not kept for another call
   });
 
   it("keeps nothing of what it was sent: 400 MB served to 50 tests, the process grows by far less and holds none of it", async () => {
@@ -100,7 +96,7 @@ describe("the connection test", () => {
     };
     const round = () => Promise.all(Array.from({ length: 10 }, () => testCloudDrive(settings, "s", { allowLoopback: true })));
     await round(); // what is made once, on first use, is not what a test keeps
-    await until(() => endless.openConnections() === 0, 5_000); // nor what the fake (in this process) still sends
+    await until("the fake's connections closed", () => endless.openConnections() === 0, 5_000); // nor what the fake (in this process) still sends
     const servedBefore = endless.bytesSent();
     const heldBefore = await held();
     const rssBefore = process.memoryUsage().rss;
@@ -111,7 +107,7 @@ describe("the connection test", () => {
       peak = Math.max(peak, process.memoryUsage().rss);
     }
     const served = endless.bytesSent() - servedBefore;
-    await until(() => endless.openConnections() === 0, 5_000);
+    await until("the fake's connections closed", () => endless.openConnections() === 0, 5_000);
     const kept = (await held()) - heldBefore;
     console.log(`50 connection tests: served ${Math.round(served / MB)} MB, RSS peak +${Math.round((peak - rssBefore) / MB)} MB, `
       + `held after them (heap and buffers, after a collection) ${(kept / MB).toFixed(1)} MB`);
@@ -127,7 +123,7 @@ describe("the connection test", () => {
     expect(dataOf(await h.gql(CONNECT, { o: t.organizationId, endpoint: headers.endpoint }, t.ownerJwt), "connectCloudDrive")).toEqual({
       success: false, cloudDrive: null, error: `The store at ${headers.endpoint} sent more than 16 KB of headers in one answer and was cut off.` });
     expect(Date.now() - started).toBeLessThan(5_000);
-    await until(() => headers.openConnections() === 0, 5_000);
+    await until("the fake's connections closed", () => headers.openConnections() === 0, 5_000);
   });
 
   it("cuts off an answer that trickles past its time", async () => {
@@ -144,7 +140,7 @@ describe("the connection test", () => {
     } finally {
       client.destroy();
     }
-    await until(() => trickle.openConnections() === 0, 5_000);
+    await until("the fake's connections closed", () => trickle.openConnections() === 0, 5_000);
   });
 });
 
@@ -159,7 +155,7 @@ describe("a scan", () => {
     const scan = await lastScan(id);
     expect(scan).toMatchObject({ status: "failed", error: cutOff(endless), result: { receiptSourceId: id, scanned: 0 } });
     expect(JSON.stringify(scan)).not.toContain("drive-secret-42");
-    await until(() => endless.openConnections() === 0, 5_000);
+    await until("the fake's connections closed", () => endless.openConnections() === 0, 5_000);
   });
 
   it("refuses a listing that repeats its pages, with the reason", async () => {
@@ -203,6 +199,6 @@ describe("a scan", () => {
       result: { scanned: MAX_PAGES_PER_SCAN, refused: MAX_PAGES_PER_SCAN, created: 0, failed: 0, more: true } });
     expect(served).toBeGreaterThan(200 * MB);
     expect(grown).toBeLessThan(served / 4);
-    await until(() => bottomless.openConnections() === 0, 5_000);
+    await until("the fake's connections closed", () => bottomless.openConnections() === 0, 5_000);
   });
 });

@@ -5,6 +5,7 @@ import { SourceError } from "../src/sources/errors.js";
 import { startHostileImap, type HostileImap } from "./helpers/fakes/imap.js";
 import { createTenant, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { runJobs } from "./helpers/worker.js";
+import { until } from "./helpers/until.js";
 
 /**
  * A tenant's mailbox server cannot make the worker hold what it sends: imapflow keeps every
@@ -22,11 +23,6 @@ beforeAll(async () => {
   endless = await startHostileImap({ mode: "endless-fetch" });
   trickle = await startHostileImap({ mode: "trickle", lineEveryMs: 100 });
 });
-async function until(check: () => boolean, ms: number): Promise<void> {
-  for (const end = Date.now() + ms; !check(); await new Promise((resolve) => setTimeout(resolve, 50))) {
-    if (Date.now() > end) throw new Error("timed out");
-  }
-}
 
 afterAll(async () => {
   await endless?.close();
@@ -67,7 +63,7 @@ it("stops a scan in flight when its mailbox is disconnected", async () => {
   const connected = dataOf(await h.gql(CONNECT, { o: t.organizationId, port: trickle.port }, t.ownerJwt), "connectMailbox");
   expect(connected).toMatchObject({ success: true });
   const scanning = runJobs(h, 1);
-  await until(() => trickle.fetches() > 0, 10_000); // the scan waits on the trickling answer
+  await until("the scan's fetch", () => trickle.fetches() > 0, 10_000); // the scan waits on the trickling answer
   const started = Date.now();
   expect(dataOf(await h.gql(`mutation($o: UUID!, $m: UUID!) { disconnectMailbox(organizationId: $o, mailboxId: $m) { success } }`,
     { o: t.organizationId, m: connected.mailbox.id }, t.ownerJwt), "disconnectMailbox")).toEqual({ success: true });

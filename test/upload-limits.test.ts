@@ -8,6 +8,7 @@ import { PDFDocument } from "pdf-lib";
 import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTenant, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { until } from "./helpers/until.js";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "upload-limits-test-"));
 const storageDir = path.join(tmp, "objects");
@@ -118,7 +119,7 @@ async function wholeUpload(credential: string | undefined, organizationId: strin
   const ms = Date.now() - started;
   const connection = to.connections.get(clientPort);
   // What the server read is known once it has closed the connection it said it would close.
-  if (answer.headers.connection === "close") await until(() => connection?.destroyed === true, "the connection to close");
+  if (answer.headers.connection === "close") await until("the connection to close", () => connection?.destroyed === true, 10_000);
   agent.destroy();
   return { ...answer, ms, serverRead: connection?.bytesRead ?? NaN };
 }
@@ -131,18 +132,13 @@ const underWay = () => {
     return 0;
   }
 };
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (const started = Date.now(); !condition(); await new Promise((r) => setTimeout(r, 20))) {
-    if (Date.now() - started > 10_000) throw new Error(`timed out waiting for ${what}`);
-  }
-}
 const uploadRows = async () => Number((await h.owner.query("select count(*) from app_public.uploads")).rows[0].count);
 
 describe("POST /uploads under way at once", () => {
   it("takes 4 from one API key and answers the 5th 429 with Retry-After before reading its body; the owner's own token still gets in", async () => {
     const [a] = tenants;
     const held = Array.from({ length: 4 }, () => heldUpload(a));
-    await until(() => underWay() === 4, "4 uploads under way");
+    await until("4 uploads under way", () => underWay() === 4, 10_000);
     const rowsBefore = await uploadRows();
 
     // A 19 MB file: refused at once, the connection closed, not the file read.
@@ -168,7 +164,7 @@ describe("POST /uploads under way at once", () => {
 
     // Uploads cut off by their client give their places back and leave nothing.
     for (const u of held.slice(1)) u.abort();
-    await until(() => underWay() === 0, "the aborted uploads to be cleaned up");
+    await until("the aborted uploads to be cleaned up", () => underWay() === 0, 10_000);
     expect(await uploadRows()).toBe(rowsBefore + 3);
     const after = await Promise.all(Array.from({ length: 4 }, () => wholeUpload(a.apiKey, a.organizationId, 64 * 1024)));
     expect(after.map((r) => r.status)).toEqual([201, 201, 201, 201]);
@@ -199,7 +195,7 @@ describe("POST /uploads under way at once", () => {
       keys.push(`Bearer ${key.secret}`);
     }
     const held = keys.slice(0, 2).flatMap((k) => Array.from({ length: 4 }, () => heldUpload(t, k)));
-    await until(() => underWay() === 8, "8 uploads under way");
+    await until("8 uploads under way", () => underWay() === 8, 10_000);
     const refused = await wholeUpload(keys[2], t.organizationId, 19 * 1024 * 1024);
     expect(refused.status).toBe(429);
     expect(refused.headers).toMatchObject({ "retry-after": "5", connection: "close" });
@@ -212,13 +208,13 @@ describe("POST /uploads under way at once", () => {
     const foreign = await wholeUpload(tenants[0].apiKey, t.organizationId, 64 * 1024);
     expect(foreign.status).toBe(403);
     for (const u of held) u.abort();
-    await until(() => underWay() === 0, "the aborted uploads to be cleaned up");
+    await until("the aborted uploads to be cleaned up", () => underWay() === 0, 10_000);
     expect((await wholeUpload(keys[2], t.organizationId, 64 * 1024)).status).toBe(201);
   });
 
   it("takes 16 in all and answers the next 503 with Retry-After, whoever sends it", async () => {
     const held = tenants.slice(0, 4).flatMap((t) => Array.from({ length: 4 }, () => heldUpload(t)));
-    await until(() => underWay() === 16, "16 uploads under way");
+    await until("16 uploads under way", () => underWay() === 16, 10_000);
     const late = tenants[4];
     const refused = await wholeUpload(late.apiKey, late.organizationId, 19 * 1024 * 1024);
     expect(refused.status).toBe(503);
@@ -235,7 +231,7 @@ describe("POST /uploads under way at once", () => {
     const next = await wholeUpload(late.apiKey, late.organizationId, 64 * 1024);
     expect(next.status, JSON.stringify(next.body)).toBe(201);
     for (const u of held.slice(1)) u.abort();
-    await until(() => underWay() === 0, "the aborted uploads to be cleaned up");
+    await until("the aborted uploads to be cleaned up", () => underWay() === 0, 10_000);
   });
 });
 
@@ -248,7 +244,7 @@ describe("UTF-8 file names", () => {
     expect(answer.status).toBe(408);
     expect(answer.body.errors[0].message).toBe("The upload is arriving too slowly (less than 128 KB in 10 s).");
     expect(Date.now() - started).toBeLessThan(25_000);
-    await until(() => underWay() === 0, "its place given back");
+    await until("its place given back", () => underWay() === 0, 10_000);
   }, 30_000);
 
   it("keeps reçu.pdf as sent (a decomposed ç too) and serves it back under that name", async () => {

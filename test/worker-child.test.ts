@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { startHarness, type Harness } from "./helpers/harness.js";
 import { startServerProcess, type ServerProcess } from "./helpers/server-process.js";
+import { until } from "./helpers/until.js";
 
 /**
  * `npm start` runs its worker in a child process: a worker that dies is replaced and the API goes
@@ -32,13 +33,6 @@ function processes(launcher: number): { api: number; worker: number | undefined 
   return { api, worker: childrenOf(api).find((pid) => commandOf(pid).includes("worker/main")) };
 }
 
-async function until<T>(what: string, check: () => T | undefined | false, ms = 20_000): Promise<T> {
-  for (const end = Date.now() + ms; ; await new Promise((resolve) => setTimeout(resolve, 100))) {
-    const found = check();
-    if (found) return found;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-  }
-}
 
 it("replaces a worker killed outright while the API serves, and takes the worker along when the API is killed", async () => {
   server = await startServerProcess({ DATABASE_URL: h.databaseUrl, LOG_LEVEL: "info", WORKER: "on" });

@@ -5,6 +5,7 @@ import { makePool } from "../src/db/pools.js";
 import { LANES, taskList } from "../worker/tasks.js";
 import { startWorker, workerPoolSize, type Worker } from "../worker/run.js";
 import { createTenant, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { until } from "./helpers/until.js";
 
 /**
  * The worker's fairness and recovery: long jobs run one at a time per organization in a lane of
@@ -34,13 +35,6 @@ function recorder(ms: number, recorded: string) {
   return { runs, tasks };
 }
 
-async function until(check: () => boolean | Promise<boolean>, ms: number): Promise<void> {
-  const end = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > end) throw new Error("timed out");
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
 
 async function addSource(org: string): Promise<string> {
   const id = randomUUID();
@@ -68,7 +62,7 @@ it("runs one organization's long jobs one at a time, and another organization's 
   const pool = makePool(h.databaseUrl, workerPoolSize(2));
   const worker = await startWorker(pool, { concurrency: 2, taskList: tasks });
   try {
-    await until(() => runs.length === 3, 20_000);
+    await until("three scans", () => runs.length === 3, 20_000);
   } finally {
     await worker.stop();
     await pool.end();
@@ -98,7 +92,7 @@ it("releases the jobs of a worker that stopped beating, and runs them again at o
   try {
     const started = Date.now();
     worker = await startWorker(pool, { taskList: tasks, heartbeatMs: 200, deadAfterMs: 1_000, retryAfterMs: 100 });
-    await until(() => runs.length === 1, 10_000);
+    await until("the released job", () => runs.length === 1, 10_000);
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(runs[0].org).toBe(a.organizationId);
     await new Promise((resolve) => setTimeout(resolve, 500));
