@@ -19,9 +19,12 @@ export function typescriptChildExecArgv(entry: string, heapMb: number): string[]
       kept.push(arg);
     }
   }
-  if (!kept.some((arg) => /^--import(=|$)/.test(arg)) && entry.endsWith(".ts")) {
-    const loader = createRequire(import.meta.url).resolve("tsx");
-    kept.push("--import", pathToFileURL(loader).href);
-  }
+  if (!kept.some((arg) => /^--import(=|$)/.test(arg))) kept.push(...tsxLoaderArgs(entry));
   return [...kept, `--max-old-space-size=${heapMb}`];
+}
+
+/** tsx's loader for `entry` when it is a TypeScript file (a worker thread takes no more of this process's flags). */
+export function tsxLoaderArgs(entry: string): string[] {
+  if (!entry.endsWith(".ts")) return [];
+  return ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href];
 }

@@ -4,6 +4,15 @@
  */
 export class SourceError extends Error {}
 
+/**
+ * A tenant's server past what one answer may take (mailbox/ and cloud-drive/answer-limits.ts):
+ * `server` names it ("The mailbox server host:993"), `what` the request ("the list of messages").
+ */
+export const answerTooLarge = (server: string, what: string, maxBytes: number) =>
+  new SourceError(`${server} sent more than ${Math.round(maxBytes / (1024 * 1024))} MB in answer to one request (${what}) and was cut off.`);
+export const answerTooSlow = (server: string, what: string, ms: number) =>
+  new SourceError(`${server} did not finish answering a request (${what}) within ${ms / 1000} s and was cut off.`);
+
 /** Any error's message with every occurrence of the secret blanked out, at most 500 characters. */
 export function withoutSecret(message: string, secret: string): string {
   const clean = secret.length >= 3 ? message.split(secret).join("***") : message;

@@ -4,9 +4,9 @@
  * thread terminated (the API's event loop never waits on it) and is refused; the thread is
  * replaced on next use. Threads are started on first use and kept between messages.
  */
-import { createRequire } from "node:module";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
+import { tsxLoaderArgs } from "../../typescript-child.js";
 import type { ReadReply } from "./protocol.js";
 
 /** Starting a thread (loading mailparser) is not the message's fault. */
@@ -42,8 +42,7 @@ const ENTRY = new URL(import.meta.url.endsWith(".ts") ? "./thread.ts" : "./threa
  * imported first. Nothing else of this process's flags is passed (a thread refuses most of them).
  */
 function threadExecArgv(): string[] {
-  if (!fileURLToPath(ENTRY).endsWith(".ts")) return [];
-  return ["--import", pathToFileURL(createRequire(import.meta.url).resolve("tsx")).href];
+  return tsxLoaderArgs(fileURLToPath(ENTRY));
 }
 
 export class MimeReaders {

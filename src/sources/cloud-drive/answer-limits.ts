@@ -1,7 +1,7 @@
 import { pipeline, Readable, Transform } from "node:stream";
 import type { S3Client } from "@aws-sdk/client-s3";
 import { RECEIPT_MAX_BYTES } from "../../receipts/store-file.js";
-import { SourceError } from "../errors.js";
+import { answerTooLarge, answerTooSlow, type SourceError } from "../errors.js";
 
 /**
  * What a tenant's store may send: the AWS SDK reads every answer but an object's whole before
@@ -73,8 +73,7 @@ export class StoreAnswers {
     const maxBytes = object ? OBJECT_MAX_BYTES : ANSWER_MAX_BYTES;
     const ms = object ? this.times.objectMs : this.times.answerMs;
     const what = requestInWords(commandName);
-    const breach = (message: string) => {
-      const error = new SourceError(message);
+    const breach = (error: SourceError) => {
       this.breaches.add(error);
       return error;
     };
@@ -84,13 +83,12 @@ export class StoreAnswers {
         bytes += chunk.length;
         this.total += chunk.length;
         if (bytes > maxBytes) {
-          return done(breach(`The store at ${this.where} sent more than ${Math.round(maxBytes / MB)} MB in answer to one request (${what}) and was cut off.`));
+          return done(breach(answerTooLarge(`The store at ${this.where}`, what, maxBytes)));
         }
         done(null, chunk);
       },
     });
-    const timer = setTimeout(() => counter.destroy(
-      breach(`The store at ${this.where} did not finish answering a request (${what}) within ${ms / 1000} s and was cut off.`)), ms);
+    const timer = setTimeout(() => counter.destroy(breach(answerTooSlow(`The store at ${this.where}`, what, ms))), ms);
     timer.unref();
     // A failed counter destroys the answer, and so its connection; a failed answer fails the counter.
     pipeline(body, counter, () => clearTimeout(timer));

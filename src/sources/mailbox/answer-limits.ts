@@ -1,5 +1,5 @@
 import type { ImapFlow } from "imapflow";
-import { SourceError } from "../errors.js";
+import { answerTooLarge, answerTooSlow, SourceError } from "../errors.js";
 
 /**
  * What a mailbox server may send: imapflow's own limits are per line and per literal, and it keeps
@@ -67,16 +67,16 @@ export class AnswerLimits {
     const received = this.received();
     const mb = (n: number) => `${Math.round(n / MB)} MB`;
     if (received > this.connectionBytes) {
-      this.trip(`The mailbox server ${this.where} sent more than ${mb(this.connectionBytes)} over one connection and was cut off.`);
+      this.trip(new SourceError(`The mailbox server ${this.where} sent more than ${mb(this.connectionBytes)} over one connection and was cut off.`));
     } else if (this.command && received - this.commandStart > this.command.bytes) {
-      this.trip(`The mailbox server ${this.where} sent more than ${mb(this.command.bytes)} in answer to one request (${this.command.what}) and was cut off.`);
+      this.trip(answerTooLarge(`The mailbox server ${this.where}`, this.command.what, this.command.bytes));
     } else if (this.command && Date.now() > this.commandDeadline) {
-      this.trip(`The mailbox server ${this.where} did not finish answering a request (${this.command.what}) within ${this.command.ms / 1000} s and was cut off.`);
+      this.trip(answerTooSlow(`The mailbox server ${this.where}`, this.command.what, this.command.ms));
     }
   }
 
-  private trip(message: string): void {
-    this.reason = new SourceError(message);
+  private trip(reason: SourceError): void {
+    this.reason = reason;
     this.stop();
     this.client.close();
   }
