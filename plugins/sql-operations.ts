@@ -1,10 +1,10 @@
-import { loadOneWithPgClient } from "postgraphile/@dataplan/pg";
-import type { PgClient, WithPgClient } from "postgraphile/@dataplan/pg";
+import { loadOneWithPgClient, type PgClient } from "postgraphile/@dataplan/pg";
 import { context, list, sideEffect, type FieldInfo } from "postgraphile/grafast";
 import { Kind, getNamedType, isObjectType, type DocumentNode, type GraphQLField } from "postgraphile/graphql";
 import { extendSchema } from "postgraphile/utils";
 import { callerFailure } from "../src/db/sql-errors.js";
-import { sqlLiteral, type RequestWithPgClient } from "../src/graphql/connection-share.js";
+import type { CallerDb } from "../src/db/caller.js";
+import { sqlLiteral } from "../src/db/sql-text.js";
 import type { OutboundCallContext } from "../src/outbound/call-context.js";
 
 /**
@@ -30,6 +30,8 @@ export const TYPESCRIPT_OPERATIONS: ReadonlySet<string> = new Set<string>(["conn
 declare global {
   namespace Grafast {
     interface Context {
+      /** The request's database access as the caller (src/db/caller.ts). */
+      caller: CallerDb;
       tenantOutbound?: OutboundCallContext["tenantOutbound"];
     }
   }
@@ -122,22 +124,15 @@ export const runOperation = (client: PgClient, op: Operation, args: Record<strin
 export type Failure = { success: false; error: string };
 export const isFailure = (r: unknown): r is Failure => (r as Failure | null)?.success === false;
 
-type RequestDb = { withPgClient: WithPgClient | RequestWithPgClient<any>; pgSettings: Record<string, string> };
-
 /**
- * One statement in its own transaction of the request, as the caller; its single column `result`
- * is returned. A failure the caller can act on (our SQL's class AP, or the request's time running
- * out, waiting for a connection included) is `{success: false, error}` unless `failuresAsErrors`;
- * a failed statement rolls the transaction back, so nothing is written.
+ * One statement as the caller (CallerDb.call), its result as a mutation returns it: a failure the
+ * caller can act on (our SQL's class AP, or the request's time running out, waiting for a
+ * connection included) is `{success: false, error}` unless `failuresAsErrors`; a failed statement
+ * rolled its transaction back, so nothing was written.
  */
-export function callAsCaller(db: RequestDb, text: string, values: unknown[], failuresAsErrors = false): Promise<unknown> {
-  return asCaller((db.withPgClient as WithPgClient)(db.pgSettings, async (client) => (await client.query<{ result: unknown }>({ text, values })).rows[0].result),
-    failuresAsErrors);
-}
-
-async function asCaller(call: Promise<unknown>, failuresAsErrors: boolean): Promise<unknown> {
+export async function callForResult(caller: CallerDb, text: string, values?: unknown[], failuresAsErrors = false): Promise<unknown> {
   try {
-    return await call;
+    return await caller.call(text, values);
   } catch (e) {
     const failure = callerFailure(e);
     if (!failuresAsErrors && failure?.business) return { success: false, error: failure.message };
@@ -145,17 +140,10 @@ async function asCaller(call: Promise<unknown>, failuresAsErrors: boolean): Prom
   }
 }
 
-/**
- * Runs a mutation's function in a transaction of its own, as callAsCaller does; in one round trip
- * with its `begin`, settings and `commit` when the request's access can send it so.
- */
-async function runMutation(db: RequestDb, op: Operation, args: Record<string, unknown>) {
+/** A mutation's function in a transaction of its own (in one round trip when its values can be literals). */
+function runMutation(caller: CallerDb, op: Operation, args: Record<string, unknown>) {
   const call = requestCall(op, args);
-  if (call.values === undefined && "statement" in db.withPgClient) {
-    return asCaller((db.withPgClient as RequestWithPgClient<any>).statement(db.pgSettings, call.text).then((rows) => rows[0].result),
-      op.failuresAsErrors);
-  }
-  return callAsCaller(db, call.text, call.values ?? [], op.failuresAsErrors);
+  return callForResult(caller, call.text, call.values, op.failuresAsErrors);
 }
 
 /** The Query and Mutation fields a document adds. */
@@ -194,7 +182,7 @@ export function sqlOperationsPlugin(name: string, typeDefs: DocumentNode, fieldP
     for (const field of fields.Mutation.filter((f) => !TYPESCRIPT_OPERATIONS.has(f))) {
       plans.Mutation[field] = (_$root: unknown, fieldArgs: { getRaw(): any }, info: FieldInfo) => {
         const op = operationOf(info.fieldName, info.field);
-        return sideEffect(list([executor.context(), fieldArgs.getRaw()]), ([db, args]: any) => runMutation(db, op, args));
+        return sideEffect(list([context(), fieldArgs.getRaw()]), ([ctx, args]: any) => runMutation((ctx as Grafast.Context).caller, op, args));
       };
     }
     return {

@@ -1,6 +1,5 @@
 import { writeFileSync } from "node:fs";
 import { postgraphile } from "postgraphile";
-import { ConnectionShare } from "../src/graphql/connection-share.js";
 import { makePreset } from "../src/graphql/preset.js";
 import { SCHEMA_FILE, printedSchema } from "../src/graphql/schema-file.js";
 import pg from "pg";
@@ -16,7 +15,7 @@ const { url, drop } = await freshMigratedDatabase();
 // server's: tests and servers on it keep theirs).
 const auth = new pg.Pool({ connectionString: url, max: 2, options: "-c role=accounting_authenticator" });
 try {
-  const pgl = postgraphile(makePreset(auth, { graphiql: false, share: ConnectionShare.forPool(2), statementTimeoutMs: 5000 }));
+  const pgl = postgraphile(makePreset(auth, { graphiql: false }));
   try {
     writeFileSync(SCHEMA_FILE, printedSchema(await pgl.getSchema()));
     console.log(`wrote ${SCHEMA_FILE}`);

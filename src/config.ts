@@ -1,11 +1,11 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, linkSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
-import type { OutboundOptions } from "./outbound/guard.js";
 import { secretsKeyOf } from "./secrets/sealed-box.js";
 
 /**
- * Everything the service reads from the environment, with safe local defaults (decisions §1).
+ * Everything the service reads from the environment, with safe local defaults: `npm start` on a
+ * fresh machine needs none of it (docs/operating.md, Configuration).
  * This file is the only one that reads process.env; the README's configuration table lists each
  * variable.
  */
@@ -32,6 +32,11 @@ export interface Config {
   worker: boolean;
   workerConcurrency: number;
   graphiql: boolean;
+  /**
+   * Single-field reads answered from their SQL function's JSON in one round trip (DIRECT_READS,
+   * on by default); off: every read is executed by GraphQL (grafast). The answers are the same.
+   */
+  directReads: boolean;
   bodyLimit: string;
   /** Trust X-Forwarded-For from a proxy in front (for the client address in logs). */
   trustProxy: boolean;
@@ -66,8 +71,6 @@ export interface Config {
   webhookRetrySeconds: number;
   /** How long a webhook delivery is retried, in seconds (WEBHOOK_RETRY_WINDOW). */
   webhookRetryWindowSeconds: number;
-  /** Resolves the hosts tenants name (tests stub it; never from the environment): the system's resolver when unset. */
-  outboundResolve?: OutboundOptions["resolve"];
   /** What the operator should know about this configuration (the server logs them at start). */
   notices: string[];
 }
@@ -228,6 +231,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     worker: env.WORKER !== "off",
     workerConcurrency: wholeNumber(env, "WORKER_CONCURRENCY", 2),
     graphiql: env.GRAPHIQL !== "off",
+    directReads: onOff(env, "DIRECT_READS", true),
     bodyLimit: env.BODY_LIMIT ?? "1mb",
     trustProxy: env.TRUST_PROXY === "1",
     apiPoolSize: wholeNumber(env, "API_POOL_SIZE", 20, 2),

@@ -49,11 +49,11 @@ if (!config.authDatabaseUrl) await ensureAuthenticatorLogin(owner, config.authen
 const auth = makeApiPool(config.authDatabaseUrl ?? authenticatorUrl(databaseUrl, config.authenticatorPassword), config);
 
 const storage = createStorage(config);
-const handle = await makeApp(config, { owner, auth }, storage);
+const handle = await makeApp(config, { owner, auth }, { storage });
 const worker: WorkerChild | undefined = config.worker ? startWorkerChild({ ...process.env, DATABASE_URL: databaseUrl }) : undefined;
 await new Promise<void>((resolve) => handle.server.listen(config.port, config.host, resolve));
 const { port } = handle.server.address() as import("node:net").AddressInfo;
-// The SMTP intake listener (decisions §12), unless SMTP_PORT=off.
+// The SMTP intake listener, unless SMTP_PORT=off.
 const smtp: SmtpIntake | undefined = config.smtpPort === null
   ? undefined
   : await startSmtpIntake({ port: config.smtpPort, host: config.host, pools: { owner, auth }, storage });

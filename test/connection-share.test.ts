@@ -1,6 +1,8 @@
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConnectionShare, requestWithPgClient, settingsStatement, sqlLiteral, tenantsOf } from "../src/graphql/connection-share.js";
+import { ConnectionShare, tenantsOf } from "../src/db/connection-share.js";
+import { requestWithPgClient } from "../src/db/caller.js";
+import { settingsStatement, sqlLiteral } from "../src/db/sql-text.js";
 import { RequestTimeout, TIMEOUT_MESSAGE } from "../src/db/sql-errors.js";
 import { requestCall, runCall } from "../plugins/sql-operations.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";

@@ -3,12 +3,14 @@ import { postgraphile } from "postgraphile";
 import {
   buildSchema, execute, getNamedType, isObjectType, parse, printSchema, type GraphQLObjectType, type GraphQLSchema, type OperationDefinitionNode,
 } from "postgraphile/graphql";
+import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AppHandle } from "../src/http/app.js";
 import { makePreset } from "../src/graphql/preset.js";
-import { ConnectionShare, settingsStatement } from "../src/graphql/connection-share.js";
+import { settingsStatement } from "../src/db/sql-text.js";
 import { argumentsOf, compileDirectRead, respond } from "../src/graphql/direct-read.js";
 import { directReadResults } from "../src/metrics.js";
-import { pgSettingsFor } from "../src/http/authenticate.js";
+import { pgSettingsFor } from "../src/db/identity.js";
 import { runOperation, SQL_READ } from "../plugins/sql-operations.js";
 import { createStorage } from "../src/storage/index.js";
 import { createTenant, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
@@ -20,18 +22,26 @@ import { accountsOf, bookEvent, call, CONFIRM, createEvent } from "./ledger-fixt
  * document selecting every field of its result (aliases, __typename, fragments) is answered by the
  * server, by the server's GraphQL execution (the same document with `@include(if: true)`, which
  * the direct path leaves to it), and by graphql-js executing the document over the function's JSON.
+ * A second server over the same database, with DIRECT_READS=off, answers every one of them through
+ * GraphQL execution alone, with the same bytes.
  */
 let h: Harness;
 let t: Tenant;
 let schema: GraphQLSchema;
 let plain: GraphQLSchema;
 let release: () => Promise<void>;
+/** The same service with DIRECT_READS=off. */
+let off: AppHandle;
+const gqlOff = (query: string, variables: Record<string, unknown>, credential: string, headers: Record<string, string> = {}) =>
+  request(off.app).post("/graphql").set("Content-Type", "application/json").set("Authorization", credential).set(headers)
+    .send(JSON.stringify({ query, variables }));
 const ids: Record<string, string> = {};
 
 beforeAll(async () => {
-  h = await startHarness();
+  h = await startHarness({ directReads: true });
+  off = await h.secondApp({ directReads: false });
   t = await createTenant(h);
-  const pgl = postgraphile(makePreset(h.auth, { graphiql: false, share: ConnectionShare.forPool(20), statementTimeoutMs: 5000 }));
+  const pgl = postgraphile(makePreset(h.auth, { graphiql: false }));
   schema = await pgl.getSchema();
   release = async () => { await pgl.release(); };
   // The same types with graphql-js's default resolvers: each field is its JSON property.
@@ -172,6 +182,9 @@ describe("direct reads", () => {
       expect(direct.text, field.name).toBe(executed.text);
       expect(direct.headers["content-type"], field.name).toBe(executed.headers["content-type"]);
       expect(direct.body, field.name).toEqual(await graphqlJs(field.name, query, variables));
+      const withoutDirectReads = await gqlOff(query, variables, t.ownerJwt);
+      expect(await answeredDirectly(), `${field.name} with DIRECT_READS=off was left to GraphQL`).toBe(answered + 1);
+      expect(withoutDirectReads.text, `${field.name} with DIRECT_READS=off`).toBe(direct.text);
     }
   });
 
@@ -187,6 +200,7 @@ describe("direct reads", () => {
       const direct = await h.gql(LIST, variables, t.apiKey);
       const executed = await h.gql(byExecution(LIST, "listLedgerEvents"), variables, t.apiKey);
       expect(direct.text, JSON.stringify(variables)).toBe(executed.text);
+      expect((await gqlOff(LIST, variables, t.apiKey)).text, `${JSON.stringify(variables)} with DIRECT_READS=off`).toBe(direct.text);
     }
     // A session that names its organization in a header, and one that names it in the arguments only.
     const GET = `query($eventId: UUID!) { getLedgerEvent(organizationId: "${t.organizationId}", eventId: $eventId) { id status } }`;
@@ -213,6 +227,7 @@ describe("direct reads", () => {
       const executed = await h.gql(byExecution(query, query.includes("getLedgerEvent") ? "getLedgerEvent" : "listLedgerEvents"), variables, credential);
       expect(direct.body.errors?.length, query).toBe(1);
       expect(direct.text, `${query} ${JSON.stringify(variables)}`).toBe(executed.text);
+      expect((await gqlOff(query, variables, credential)).text, `${query} with DIRECT_READS=off`).toBe(direct.text);
     }
   });
 });

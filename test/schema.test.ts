@@ -5,7 +5,6 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { makePreset } from "../src/graphql/preset.js";
 import { SCHEMA_FILE, printedSchema } from "../src/graphql/schema-file.js";
 import { GENERAL_LEDGER_FIELD } from "../plugins/general-ledger.js";
-import { ConnectionShare } from "../src/graphql/connection-share.js";
 import { startHarness, type Harness } from "./helpers/harness.js";
 
 /**
@@ -18,7 +17,7 @@ let schema: GraphQLSchema;
 let release: () => Promise<void>;
 beforeAll(async () => {
   h = await startHarness();
-  const pgl = postgraphile(makePreset(h.auth, { graphiql: false, share: ConnectionShare.forPool(20), statementTimeoutMs: 5000 }));
+  const pgl = postgraphile(makePreset(h.auth, { graphiql: false }));
   schema = await pgl.getSchema();
   release = async () => { await pgl.release(); };
 });

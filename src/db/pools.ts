@@ -2,6 +2,14 @@ import pg from "pg";
 import type { Config } from "../config.js";
 import { logger } from "../logger.js";
 
+/** The service's two pools. */
+export interface Pools {
+  /** The owner: health checks, intake, and what the service does for itself. */
+  owner: pg.Pool;
+  /** The API's role, subject to RLS: every caller's work (src/db/caller.ts). */
+  auth: pg.Pool;
+}
+
 export function makePool(connectionString: string, max = 10, options: pg.PoolConfig = {}): pg.Pool {
   const pool = new pg.Pool({ connectionString, max, ...options });
   // An idle client's error (e.g. the server restarted) must not crash the process.

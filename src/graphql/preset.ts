@@ -1,4 +1,5 @@
 import { PostGraphileAmberPreset } from "postgraphile/presets/amber";
+import type { ServerResponse } from "node:http";
 import { makePgService } from "postgraphile/adaptors/pg";
 import type pg from "pg";
 import { AccountsPlugin } from "../../plugins/accounts.js";
@@ -19,8 +20,7 @@ import { WebhooksPlugin } from "../../plugins/webhooks.js";
 import { maskError } from "../http/errors.js";
 import type { OutboundOptions } from "../outbound/guard.js";
 import type { SealedBox } from "../secrets/sealed-box.js";
-import { pgSettingsFor, type Identity } from "../http/authenticate.js";
-import { requestWithPgClient, tenantsOf, type ConnectionShare } from "./connection-share.js";
+import { scopeOf } from "../http/request-scope.js";
 
 /** The operations of the contract and nothing else: every generated type and field is off. */
 export const schemaPlugins = [
@@ -31,8 +31,6 @@ export const schemaPlugins = [
 
 export interface PresetOptions {
   graphiql: boolean;
-  share: ConnectionShare;
-  statementTimeoutMs: number;
   /** Signs a stored file's URL (Receipt.imageUrl). */
   signFileUrl?: SignFileUrl;
   /** Where the hosts tenants name (mailboxes, cloud drives, webhook URLs) may be reached, and what seals their secrets. */
@@ -52,20 +50,17 @@ export function makePreset(authPool: pg.Pool, opts: PresetOptions): GraphileConf
     pgServices: [makePgService({ pool: authPool, schemas: ["app_public", ...GENERAL_LEDGER_SCHEMAS] })],
     grafast: {
       explain: false,
-      context(requestContext, args) {
-        // The identity was verified by the authenticate middleware before GraphQL ran.
-        const res = (requestContext as any).expressv4?.res ?? (requestContext as any).node?.res;
-        const identity: Identity = res?.locals?.identity ?? { kind: "anonymous" };
-        // Replaces the pool-wide access PgContextPlugin put on the context (user context is
-        // assigned after the plugins' middleware) with this request's bounded share of it.
-        const { withPgClient } = args.contextValue as Grafast.Context;
+      context(requestContext) {
+        // The request's database access, opened when the gate admitted it (a direct read that
+        // passed the request on has begun its budget). It replaces the pool-wide access
+        // PgContextPlugin put on the context (user context is assigned after the plugins').
+        const { db } = scopeOf((requestContext as { node?: { res: ServerResponse } }).node!.res);
         return {
           signFileUrl: opts.signFileUrl,
           tenantOutbound: opts.tenantOutbound,
-          pgSettings: pgSettingsFor(identity),
-          // A direct read that passed the request on has begun its database access and budget.
-          withPgClient: res?.locals?.requestDb ?? requestWithPgClient(withPgClient, opts.share,
-            tenantsOf(identity, res?.locals?.operationOrganization), opts.statementTimeoutMs, () => { if (res) res.locals.timedOut = true; }),
+          caller: db,
+          pgSettings: db.pgSettings,
+          withPgClient: db.withPgClient,
         };
       },
     },

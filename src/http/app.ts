@@ -2,12 +2,14 @@ import { createServer, type RequestListener, type Server } from "node:http";
 import bytes from "bytes";
 import express, { type Request, type Response } from "express";
 import { postgraphile } from "postgraphile";
-import type pg from "pg";
 import { makePreset } from "../graphql/preset.js";
 import type { Config } from "../config.js";
 import { logger } from "../logger.js";
 import { migrationsCurrent } from "../db/migrate.js";
-import { authenticate, identityOf } from "./authenticate.js";
+import type { Pools } from "../db/pools.js";
+import { Callers } from "../db/caller.js";
+import { ConnectionShare } from "../db/connection-share.js";
+import { authenticate } from "./authenticate.js";
 import { callerFailure, TIMEOUT_MESSAGE } from "../db/sql-errors.js";
 import { errorBody } from "./errors.js";
 import { BULK_LIMITS, graphqlGate } from "./graphql-gate.js";
@@ -17,23 +19,15 @@ import { metricsRoute } from "./metrics-route.js";
 import { graphqlEndpoint, isGraphqlRequest } from "./graphql-endpoint.js";
 import { sendJson, type HttpRequest, type HttpResponse, type Next, type Step } from "./node-http.js";
 import { parsedBodyGrafserv } from "../graphql/grafserv-parsed-body.js";
-import { requestContext } from "./request-context.js";
+import { requestScope, scopeOf } from "./request-scope.js";
 import { accessLog } from "./access-log.js";
-import { ConnectionShare } from "../graphql/connection-share.js";
 import { fileUrls } from "../receipts/file-urls.js";
 import { createStorage, type Storage } from "../storage/index.js";
 import { uploadRoute } from "./uploads.js";
 import { receiptFileRoute } from "./receipt-files.js";
 import { intakeRoutes } from "./intake.js";
 import { sealedBox } from "../secrets/sealed-box.js";
-import { outboundOf } from "../outbound/guard.js";
-
-export interface Pools {
-  /** The owner: health checks only here. */
-  owner: pg.Pool;
-  /** The API's role, subject to RLS. */
-  auth: pg.Pool;
-}
+import { outboundOf, type OutboundOptions } from "../outbound/guard.js";
 
 export interface AppHandle {
   /** Every request: /graphql to its endpoint, the rest to Express. */
@@ -42,17 +36,25 @@ export interface AppHandle {
   close(): Promise<void>;
 }
 
+export interface AppOptions {
+  /** Where receipt files are kept: the configured storage when unset. */
+  storage?: Storage;
+  /** Resolves the hosts tenants name (tests stub it): the system's resolver when unset. */
+  outboundResolve?: OutboundOptions["resolve"];
+}
+
 /** Builds the HTTP app and its GraphQL schema (eagerly, so a broken schema fails at start). */
-export async function makeApp(config: Config, pools: Pools, storage: Storage = createStorage(config)): Promise<AppHandle> {
+export async function makeApp(config: Config, pools: Pools, options: AppOptions = {}): Promise<AppHandle> {
+  const storage = options.storage ?? createStorage(config);
   const app = express();
   app.disable("x-powered-by");
   app.set("trust proxy", config.trustProxy);
   const server = createServer();
-  const share = ConnectionShare.forPool(pools.auth.options.max ?? config.apiPoolSize);
+  const callers = new Callers(pools.auth, config.statementTimeoutMs, ConnectionShare.forPool(pools.auth.options.max ?? config.apiPoolSize));
   const urls = fileUrls(config);
   const pgl = postgraphile(makePreset(pools.auth, {
-    graphiql: config.graphiql, share, statementTimeoutMs: config.statementTimeoutMs, signFileUrl: urls.sign,
-    tenantOutbound: { outbound: outboundOf(config), secrets: sealedBox(config.secretsKey) },
+    graphiql: config.graphiql, signFileUrl: urls.sign,
+    tenantOutbound: { outbound: outboundOf(config, options.outboundResolve), secrets: sealedBox(config.secretsKey) },
   }));
   const serv = pgl.createServ(parsedBodyGrafserv);
   const grafservHandler = serv.createHandler() as unknown as Step;
@@ -61,12 +63,13 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
   if (bodyLimit === null || !(bodyLimit > 0)) throw new Error(`BODY_LIMIT must look like 1mb, 512kb or 100000, got "${config.bodyLimit}".`);
   const jsonBody = (limit: number) => express.json({
     limit, type: () => true, strict: false,
-    verify: (_req, res, buf) => { (res as unknown as Response).locals.bodyBytes = buf.length; },
+    verify: (_req, res, buf) => { scopeOf(res).bodyBytes = buf.length; },
   });
   const parseBody = jsonBody(bodyLimit);
   const parseBulkBody = jsonBody(Math.max(bodyLimit, BULK_LIMITS.bodyBytes));
 
-  app.use(requestContext, accessLog);
+  const scope = requestScope(callers);
+  app.use(scope, accessLog);
   const metrics = metricsRoute(config.metricsToken, pools);
   app.get("/metrics", metrics);
   app.get("/healthz", (_req, res) => { res.json({ status: "ok" }); });
@@ -79,9 +82,9 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
     }
   });
 
-  // Receipt files (decisions §9, §12): their own body handling (streamed multipart, raw MIME,
-  // large JSON), never the GraphQL JSON parser.
-  app.post("/uploads", ...uploadRoute(config, pools, storage));
+  // Receipt files: their own body handling (streamed multipart, raw MIME, large JSON), never the
+  // GraphQL JSON parser.
+  app.post("/uploads", ...uploadRoute(config, pools.auth, storage));
   app.get("/files/:token", receiptFileRoute(urls, storage));
   app.use(intakeRoutes(config, pools, storage));
 
@@ -94,24 +97,25 @@ export async function makeApp(config: Config, pools: Pools, storage: Storage = c
   app.use(jsonErrors);
 
   const graphql = graphqlEndpoint([
-    requestContext, accessLog,
+    scope, accessLog,
     (req, res, next) => {
       if (req.method !== "POST") {
         res.setHeader("Allow", "POST");
         return sendJson(res, 405, errorBody("Send GraphQL requests with POST.", "BAD_USER_INPUT"));
       }
-      // grafserv answers in "legacy" application/json mode: HTTP 200 for GraphQL errors (stack notes §4).
+      // grafserv answers in "legacy" application/json mode: HTTP 200 for GraphQL errors, as the
+      // contract's clients expect (grafserv's default, application/graphql-response+json, is 4xx).
       req.headers.accept = "application/json";
       next();
     },
-    // Credentials first: every request with a valid key counts, whatever its outcome (decisions §3).
+    // Credentials first: every request with a valid key counts, whatever its outcome (docs/api.md, Rate limit).
     authenticate(pools.auth, config),
     // An authenticated caller's body is read up to the bulk operations' limit, and the gate holds
     // every other operation to BODY_LIMIT; an anonymous caller's, which can run nothing, to BODY_LIMIT.
-    (req, res, next) => (identityOf(res).kind === "anonymous" ? parseBody : parseBulkBody)(req as Request, res as unknown as Response, next),
+    (req, res, next) => (scopeOf(res).identity.kind === "anonymous" ? parseBody : parseBulkBody)(req as Request, res as unknown as Response, next),
     graphqlGate(() => schema, bodyLimit),
     idempotency(pools.auth, config.secretsKey),
-    directReads(() => schema, pools.auth, share, config.statementTimeoutMs),
+    ...(config.directReads ? [directReads(() => schema)] : []),
     grafservHandler,
     notFound,
   ], jsonErrors);
@@ -143,6 +147,7 @@ function jsonErrors(err: unknown, _req: HttpRequest, res: HttpResponse, _next: N
     res.setHeader("Retry-After", "1");
     return sendJson(res, 503, errorBody("The service is busy; retry shortly.", "SERVICE_UNAVAILABLE"));
   }
-  logger.error({ requestId: res.locals.requestId, err: { message: e.message } }, "request failed");
-  sendJson(res, 500, errorBody("Internal error.", "INTERNAL", { requestId: res.locals.requestId }));
+  const { requestId } = scopeOf(res);
+  logger.error({ requestId, err: { message: e.message } }, "request failed");
+  sendJson(res, 500, errorBody("Internal error.", "INTERNAL", { requestId }));
 }

@@ -5,12 +5,8 @@ import { errorBody } from "./errors.js";
 import { headerOf, sendJson, type HttpRequest, type HttpResponse, type Next } from "./node-http.js";
 import { rateLimitRefusals } from "../metrics.js";
 import type { Config } from "../config.js";
-
-/** Who is calling, as the server tells PostgreSQL through per-request settings. */
-export type Identity =
-  | { kind: "anonymous" }
-  | { kind: "apiKey"; apiKeyId: string; organizationId: string }
-  | { kind: "user"; userId: string; organizationId?: string };
+import type { Identity } from "../db/identity.js";
+import { scopeOf } from "./request-scope.js";
 
 /** An API key secret as app_private.new_api_key_secret draws it: `acct_` and 40 base62 characters. */
 export const API_KEY_SECRET = /acct_[0-9A-Za-z]{40}/;
@@ -19,30 +15,14 @@ const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12
 
 export const apiKeyDigest = (secret: string) => createHash("sha256").update(secret, "utf8").digest("hex");
 
-export const identityOf = (res: HttpResponse): Identity => res.locals.identity ?? { kind: "anonymous" };
-
-/** Settings for PostgreSQL: the role RLS applies to and the verified identity. */
-export function pgSettingsFor(identity: Identity): Record<string, string> {
-  switch (identity.kind) {
-    case "apiKey":
-      return { role: "accounting_visitor", "app.api_key_id": identity.apiKeyId, "app.organization_id": identity.organizationId };
-    case "user":
-      // The organization is in scope only when the session named one and membership was checked.
-      return identity.organizationId
-        ? { role: "accounting_visitor", "app.user_id": identity.userId, "app.organization_id": identity.organizationId }
-        : { role: "accounting_visitor", "app.user_id": identity.userId };
-    default:
-      return { role: "accounting_visitor" };
-  }
-}
-
 /** How a refusal is answered: GraphQL's way (HTTP 200, or 429) unless a route says otherwise. */
 export type Refuse = (res: HttpResponse, status: number, body: ReturnType<typeof errorBody>) => void;
 
 export const rateLimitMessage = (quota: number) => `Rate Limit Exceeded. ${quota.toLocaleString("en-US")} Requests/Hour.`;
 
 /**
- * Checks the credential (decisions §2 order: present, valid, rate limit). An API key costs one
+ * Checks the credential, in this order: present, valid, within the rate limit (docs/api.md,
+ * Authentication). An API key costs one
  * database round trip, which also counts the request; a JWT is verified locally and its user
  * looked up. No credential is allowed through: introspection is public, and every data operation
  * refuses an anonymous caller in SQL.
@@ -54,10 +34,8 @@ export function authenticate(authPool: pg.Pool, config: Config, refuse: Refuse =
 
   return async (req: HttpRequest, res: HttpResponse, next: Next) => {
     const header = req.headers.authorization;
-    if (!header) {
-      res.locals.identity = { kind: "anonymous" } satisfies Identity;
-      return next();
-    }
+    // No credential: the scope's identity stays anonymous.
+    if (!header) return next();
     const space = header.indexOf(" ");
     const scheme = space > 0 ? header.slice(0, space).toLowerCase() : "";
     const token = space > 0 ? header.slice(space + 1).trim() : "";
@@ -78,7 +56,7 @@ export function authenticate(authPool: pg.Pool, config: Config, refuse: Refuse =
           rateLimitRefusals.inc();
           return refuse(res, 429, errorBody(rateLimitMessage(quota), "RATE_LIMITED"));
         }
-        res.locals.identity = { kind: "apiKey", apiKeyId: key.api_key_id, organizationId: key.organization_id } satisfies Identity;
+        scopeOf(res).authenticated({ kind: "apiKey", apiKeyId: key.api_key_id, organizationId: key.organization_id } satisfies Identity);
         return next();
       }
       if (scheme === "jwt") {
@@ -97,11 +75,11 @@ export function authenticate(authPool: pg.Pool, config: Config, refuse: Refuse =
         const organizationId = header !== undefined && UUID_SHAPE.test(header) ? header : undefined;
         const { rows } = await authPool.query<{ outcome: string }>(
           "select app_private.authenticate_user_in($1, $2) as outcome", [sub, organizationId ?? null]);
-        // The user is checked first (decisions §2); a header that is no id then names no organization.
+        // The user is checked first, then the organization; a header that is no id names no organization.
         const outcome = rows[0]?.outcome === "ok" && header !== undefined && !organizationId ? "organization_not_found" : rows[0]?.outcome;
         switch (outcome) {
           case "ok":
-            res.locals.identity = { kind: "user", userId: sub, organizationId } satisfies Identity;
+            scopeOf(res).authenticated({ kind: "user", userId: sub, organizationId } satisfies Identity);
             return next();
           case "organization_not_found":
             return refuse(res, 200, errorBody("Organization Not Found.", "NOT_FOUND"));

@@ -1,6 +1,6 @@
 import { GraphQLError } from "postgraphile/graphql";
 import { callerFailure, type ErrorCode } from "../db/sql-errors.js";
-import { currentRequestId, noteErrorToCaller } from "./request-context.js";
+import { currentRequestId, noteErrorToCaller } from "./request-scope.js";
 import { logger } from "../logger.js";
 
 /** A GraphQL error body as the contract shows it, for responses written outside GraphQL. */

@@ -27,7 +27,6 @@ export function graphqlEndpoint(steps: Step[], onError: ErrorStep) {
     if (parseurl(req)?.pathname === "/graphql/") req.url = "/graphql" + (parseurl(req)?.search ?? "");
     const request = req as HttpRequest;
     const response = res as HttpResponse;
-    response.locals = {};
     let i = 0;
     const next: Next = (err?: unknown) => {
       if (err !== undefined && err !== "route" && err !== "router") {

@@ -3,10 +3,8 @@ import {
   type DocumentNode, type FieldNode, type FragmentDefinitionNode, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode,
 } from "postgraphile/graphql";
 import { errorBody } from "./errors.js";
-import { noteErrorToCaller } from "./request-context.js";
+import { noteErrorToCaller, scopeOf } from "./request-scope.js";
 import { isJsonBody, sendJson, type HttpRequest, type HttpResponse, type Next } from "./node-http.js";
-import { identityOf } from "./authenticate.js";
-import type { AdmittedOperation } from "./direct-reads.js";
 
 /**
  * Limits that keep one request from costing the database more than a page of work, and the
@@ -52,7 +50,8 @@ interface Checked {
  * query within QUERY_LIMITS, valid against the schema, with no NUL character or unpaired
  * surrogate in any string (else HTTP 200 with errors); and credentials for any data field (else
  * `Authentication Required.`, nothing run).
- * It records the operation type for the idempotency layer. Results are kept per query text (for
+ * It admits the operation into the request's scope, which opens the request's database access
+ * (whose share it draws on: the organization the operation names). Results are kept per query text (for
  * texts of common size, so that anonymous callers cannot fill the memory with them).
  */
 export function graphqlGate(getSchema: () => GraphQLSchema, bodyLimitBytes: number) {
@@ -86,6 +85,7 @@ export function graphqlGate(getSchema: () => GraphQLSchema, bodyLimitBytes: numb
     if (operationName != null && typeof operationName !== "string") {
       return sendJson(res, 400, errorBody("operationName must be a string.", "BAD_USER_INPUT"));
     }
+    const scope = scopeOf(res);
     const checked = check(query);
     if (checked.syntaxError) return sendJson(res, 400, errorBody(checked.syntaxError, "BAD_USER_INPUT"));
     if (checked.errors?.length) {
@@ -96,7 +96,7 @@ export function graphqlGate(getSchema: () => GraphQLSchema, bodyLimitBytes: numb
     const fields = operation ? rootFieldsOf(operation, checked.document!) : [];
     // One bulk field alone: aliases must not multiply the 5,000 rows a call may hold.
     const bulk = fields.length === 1 && fields[0].name.value in BULK_OPERATIONS;
-    if (!bulk && (res.locals.bodyBytes ?? 0) > bodyLimitBytes) {
+    if (!bulk && scope.bodyBytes > bodyLimitBytes) {
       return sendJson(res, 413, errorBody("Request body is too large.", "BAD_USER_INPUT"));
     }
     const maxValues = bulk ? BULK_LIMITS.maxVariableValues : QUERY_LIMITS.maxVariableValues;
@@ -110,15 +110,16 @@ export function graphqlGate(getSchema: () => GraphQLSchema, bodyLimitBytes: numb
     if (problem) return sendJson(res, 200, errorBody(problem === "nul" ? NUL_MESSAGE : SURROGATE_MESSAGE, "BAD_USER_INPUT"));
     // Every data operation refuses an anonymous caller in SQL too; refusing here spends no
     // database connection on a request that cannot succeed.
-    if (operation && checked.dataFields!.get(operation)! > 0 && identityOf(res).kind === "anonymous") {
+    if (operation && checked.dataFields!.get(operation)! > 0 && scope.identity.kind === "anonymous") {
       return sendJson(res, 200, { data: null, ...errorBody("Authentication Required.", "UNAUTHENTICATED") });
     }
-    res.locals.operationType = operation?.operation;
-    // The metrics' label: names of the schema only (the document is valid), so a closed set.
     const names = new Set(fields.map((f) => f.name.value));
-    res.locals.operationLabel = names.size === 1 ? [...names][0] : names.size ? "multiple" : "none";
-    res.locals.admittedOperation = operation && ({ document: checked.document!, operation } satisfies AdmittedOperation);
-    res.locals.operationOrganization = organizationNamed(fields, variables as Record<string, unknown> | undefined);
+    scope.admit(operation ? {
+      document: checked.document!,
+      operation,
+      label: names.size === 1 ? [...names][0] : names.size ? "multiple" : "none",
+      organization: organizationNamed(fields, variables as Record<string, unknown> | undefined),
+    } : undefined);
     next();
   };
 }

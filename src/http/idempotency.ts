@@ -1,9 +1,10 @@
 import { createHmac, hkdfSync } from "node:crypto";
 import type pg from "pg";
 import { errorBody } from "./errors.js";
-import { noteErrorToCaller } from "./request-context.js";
+import { noteErrorToCaller, scopeOf } from "./request-scope.js";
 import { headerOf, sendJson, type HttpRequest, type HttpResponse, type Next } from "./node-http.js";
-import { API_KEY_SECRET, identityOf } from "./authenticate.js";
+import { API_KEY_SECRET } from "./authenticate.js";
+import { credentialOf } from "../db/identity.js";
 import { logger } from "../logger.js";
 import { WEBHOOK_SECRET } from "../webhooks/signature.js";
 
@@ -26,12 +27,13 @@ export function idempotency(authPool: pg.Pool, secretsKey: Buffer) {
   const digestKey = Buffer.from(hkdfSync("sha256", secretsKey, Buffer.alloc(0), "idempotency request digest", 32));
   return async (req: HttpRequest, res: HttpResponse, next: Next) => {
     const key = headerOf(req, "Idempotency-Key");
-    const identity = identityOf(res);
-    if (key === undefined || res.locals.operationType !== "mutation" || identity.kind === "anonymous") return next();
+    const scope = scopeOf(res);
+    const { identity } = scope;
+    const credential = credentialOf(identity);
+    if (key === undefined || scope.operation?.operation.operation !== "mutation" || credential === undefined) return next();
     if (key.length < 1 || key.length > 255) {
       return sendJson(res, 200, errorBody("Idempotency-Key must be 1 to 255 characters.", "BAD_USER_INPUT"));
     }
-    const credential = identity.kind === "apiKey" ? `key:${identity.apiKeyId}` : `user:${identity.userId}`;
     const { query, variables, operationName } = req.body as Record<string, unknown>;
     const digest = createHmac("sha256", digestKey).update(JSON.stringify([query, variables ?? null, operationName ?? null])).digest("hex");
     try {
@@ -56,10 +58,10 @@ export function idempotency(authPool: pg.Pool, secretsKey: Buffer) {
     }
     captureResponse(res, (status, body) => {
       // A request that ran out of time wrote nothing: a retry with this key must run, not replay.
-      const settle = res.locals.timedOut
+      const settle = scope.timedOut
         ? authPool.query("select app_private.release_idempotency_key($1, $2)", [credential, key])
         : authPool.query("select app_private.save_idempotent_response($1, $2, $3, $4)", [credential, key, status, redactSecrets(body)]);
-      settle.catch((err) => logger.error({ err: err.message, requestId: res.locals.requestId }, "could not store idempotent response"));
+      settle.catch((err) => logger.error({ err: err.message, requestId: scope.requestId }, "could not store idempotent response"));
     });
     next();
   };

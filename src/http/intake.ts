@@ -5,7 +5,7 @@ import { ByteLimit, EMAIL_MAX_BYTES, IntakeBusy, MalformedMessage, MessageTooLar
 import { receiveIntake, type IntakePart } from "../intake/receive.js";
 import { intakeOrganizations } from "../intake/recipients.js";
 import type { Storage } from "../storage/index.js";
-import type { Pools } from "./app.js";
+import type { Pools } from "../db/pools.js";
 import { sendError, sendInternalError, stopReading } from "./rest.js";
 
 /**

@@ -2,13 +2,14 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import parseurl from "parseurl";
 
 /**
- * The request and response as Node gives them, with what the API's steps add: the parsed body
- * and `locals` (what one step tells the next). The /graphql steps use only these, so that they
- * run without Express, whose swap of every request's and response's prototype costs more than the
- * rest of a small request (bench/README.md, "overhead"); Express's routes can use them too.
+ * The request and response as Node gives them, with the parsed body the API's steps add (what
+ * else one step tells the next is in the request's scope, src/http/request-scope.ts). The
+ * /graphql steps use only these, so that they run without Express, whose swap of every
+ * request's and response's prototype costs more than the rest of a small request
+ * (bench/README.md, "overhead"); Express's routes can use them too.
  */
 export interface HttpRequest extends IncomingMessage { body?: unknown }
-export interface HttpResponse extends ServerResponse { locals: Record<string, any> }
+export type HttpResponse = ServerResponse;
 export type Next = (err?: unknown) => void;
 export type Step = (req: HttpRequest, res: HttpResponse, next: Next) => unknown;
 

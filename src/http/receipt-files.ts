@@ -4,6 +4,7 @@ import { logger } from "../logger.js";
 import type { FileUrls } from "../receipts/file-urls.js";
 import { StorageNotFound, type Storage } from "../storage/index.js";
 import { sendError, sendInternalError } from "./rest.js";
+import { scopeOf } from "./request-scope.js";
 
 /**
  * GET /files/:token: the file a signed URL (imageUrl) names, streamed from storage (local folder
@@ -35,7 +36,7 @@ export function receiptFileRoute(urls: FileUrls, storage: Storage) {
       await pipeline(body, res);
     } catch (e) {
       // Headers are gone by now: the client sees a cut response; the log says why.
-      logger.warn({ requestId: res.locals.requestId, err: { message: (e as Error).message } }, "file stream failed");
+      logger.warn({ requestId: scopeOf(res).requestId, err: { message: (e as Error).message } }, "file stream failed");
     }
   };
 }

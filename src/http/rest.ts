@@ -4,13 +4,14 @@ import type pg from "pg";
 import type { Config } from "../config.js";
 import type { ErrorCode } from "../db/sql-errors.js";
 import { sendJson } from "./node-http.js";
-import { authenticate, identityOf, pgSettingsFor, type Identity } from "./authenticate.js";
+import { authenticate } from "./authenticate.js";
 import { errorBody } from "./errors.js";
+import { scopeOf } from "./request-scope.js";
 
 /**
  * What the routes outside GraphQL (uploads, files, intake) share: HTTP statuses for the
- * contract's error codes, GraphQL's authentication with those statuses, and the caller's
- * transaction.
+ * contract's error codes, and GraphQL's authentication with those statuses. Their database work
+ * as the caller goes through the request's scope (src/db/caller.ts), as GraphQL's does.
  */
 
 const STATUS: Record<ErrorCode, number> = {
@@ -34,8 +35,9 @@ export function sendError(res: Response, message: string, code: ErrorCode): void
 
 /** An unexpected failure: logged with the request id, masked for the caller. */
 export function sendInternalError(res: Response, e: unknown, what: string): void {
-  logger.error({ requestId: res.locals.requestId, err: { message: (e as Error)?.message } }, what);
-  if (!res.headersSent) res.status(500).json(errorBody("Internal error.", "INTERNAL", { requestId: res.locals.requestId }));
+  const { requestId } = scopeOf(res);
+  logger.error({ requestId, err: { message: (e as Error)?.message } }, what);
+  if (!res.headersSent) res.status(500).json(errorBody("Internal error.", "INTERNAL", { requestId }));
 }
 
 /** After an early refusal, at most this much more of a body is read (and dropped) so the client sees the answer. */
@@ -67,31 +69,11 @@ export function authenticateRest(authPool: pg.Pool, config: Config) {
   return (req: Request, res: Response, next: NextFunction) => {
     void inner(req, res, (err?: unknown) => {
       if (err) return next(err);
-      if (identityOf(res).kind === "anonymous") {
+      if (scopeOf(res).identity.kind === "anonymous") {
         res.setHeader("Connection", "close");
         return sendError(res, "Authentication Required.", "UNAUTHENTICATED");
       }
       next();
     });
   };
-}
-
-/** Runs `fn` in a transaction on the API's pool as the caller (role and identity settings, RLS applies). */
-export async function asCaller<T>(pool: pg.Pool, identity: Identity, fn: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query("begin");
-    // One round trip; `role` too is a setting (set_config('role', …) is SET LOCAL ROLE).
-    const settings = Object.entries(pgSettingsFor(identity));
-    await client.query("select set_config(k, v, true) from unnest($1::text[], $2::text[]) as s(k, v)",
-      [settings.map(([k]) => k), settings.map(([, v]) => v)]);
-    const result = await fn(client);
-    await client.query("commit");
-    return result;
-  } catch (e) {
-    await client.query("rollback").catch(() => {});
-    throw e;
-  } finally {
-    client.release();
-  }
 }

@@ -2,22 +2,25 @@ import { randomUUID } from "node:crypto";
 import type { Readable } from "node:stream";
 import busboy from "busboy";
 import type { Request, Response } from "express";
+import type pg from "pg";
 import type { Config } from "../config.js";
 import { callerFailure, TIMEOUT_MESSAGE, type ErrorCode } from "../db/sql-errors.js";
 import { FileTooLarge, UnsupportedFileType } from "../receipts/inspect.js";
 import { RECEIPT_MAX_BYTES, storeReceiptFile, type StoredFile } from "../receipts/store-file.js";
 import { keySegment, type Storage } from "../storage/index.js";
-import { identityOf, type Identity } from "./authenticate.js";
-import type { Pools } from "./app.js";
-import { asCaller, authenticateRest, sendError, sendInternalError, stopReading } from "./rest.js";
+import { credentialOf } from "../db/identity.js";
+import { authenticateRest, sendError, sendInternalError, stopReading } from "./rest.js";
+import { scopeOf, type RequestScope } from "./request-scope.js";
 import { UploadSlots, type UploadPlace } from "./upload-slots.js";
 
 /**
- * POST /uploads (decisions §9): one receipt file, multipart/form-data with `organizationId` then
+ * POST /uploads: one receipt file, multipart/form-data with `organizationId` then
  * `file`. The caller is authenticated and counted like a GraphQL request, the organization is
  * checked before a byte is stored, the type is decided from the bytes, and the file is streamed
  * to storage (never held whole) with its size limit and SHA-256 worked out on the way; then the
- * upload is recorded as the caller. A failure at any point leaves no object behind. A caller
+ * upload is recorded as the caller. Both database steps run as the caller through the request's
+ * scope (the organization's share of the pool, a statement budget each); the file's transfer
+ * between them is bounded by the limits below. A failure at any point leaves no object behind. A caller
  * with too many uploads under way (429), or a process with too many in all (503), is refused
  * before a byte of the body is read; an organization with too many (429), once the form names it.
  */
@@ -67,19 +70,16 @@ class Refusal extends Error {
 /** What a refusal for being busy tells the client: when to come back, and that this connection is done (its body is not read). */
 const BUSY_HEADERS = { "Retry-After": String(RETRY_AFTER_SECONDS), Connection: "close" };
 
-export function uploadRoute(config: Config, pools: Pools, storage: Storage) {
+export function uploadRoute(config: Config, authPool: pg.Pool, storage: Storage) {
   const slots = new UploadSlots({ perCredential: UPLOADS_PER_CREDENTIAL, perOrganization: UPLOADS_PER_ORGANIZATION, total: UPLOADS_IN_ALL });
-  return [authenticateRest(pools.auth, config), (req: Request, res: Response) => {
-    const place = slots.take(credentialOf(identityOf(res)));
+  return [authenticateRest(authPool, config), (req: Request, res: Response) => {
+    const scope = scopeOf(res);
+    // Whose uploads count together: one API key, or one user whatever organization it names.
+    const place = slots.take(credentialOf(scope.identity) ?? "anonymous");
     if ("full" in place) return refuseBusy(res, place.full);
     // The place is held until the upload is settled, its storage cleaned up included.
-    receiveUpload(req, res, pools, storage, place).catch((e) => answerFailure(res, e)).finally(place.release);
+    receiveUpload(req, res, scope, storage, place).catch((e) => answerFailure(res, e)).finally(place.release);
   }];
-}
-
-/** Whose uploads count together: one API key, or one user whatever organization the token names. */
-function credentialOf(identity: Identity): string {
-  return identity.kind === "apiKey" ? `key:${identity.apiKeyId}` : identity.kind === "user" ? `user:${identity.userId}` : "anonymous";
 }
 
 /**
@@ -94,8 +94,7 @@ function refuseBusy(res: Response, full: "credential" | "all"): void {
   sendError(res, "The service is taking too many uploads at once; retry shortly.", "SERVICE_UNAVAILABLE");
 }
 
-async function receiveUpload(req: Request, res: Response, pools: Pools, storage: Storage, place: UploadPlace): Promise<void> {
-  const identity = identityOf(res);
+async function receiveUpload(req: Request, res: Response, scope: RequestScope, storage: Storage, place: UploadPlace): Promise<void> {
   let parser: busboy.Busboy;
   try {
     parser = busboy({
@@ -132,7 +131,8 @@ async function receiveUpload(req: Request, res: Response, pools: Pools, storage:
       if (info.valueTruncated || !UUID_SHAPE.test(id)) return fail(new Refusal("organizationId must be a UUID.", "BAD_USER_INPUT"));
       organizationId = id;
       // Checked while the file part is still arriving; its bytes wait (backpressure) for the answer.
-      access = checkAccess(pools, identity, id).then(() => {
+      // The caller may use the organization, checked as GraphQL checks it (same order and messages).
+      access = scope.caller(id).call("select app_private.assert_org_access($1, false) as result", [id]).then(() => {
         // Counted once the caller may use it: naming another tenant's organization takes none of its places.
         if (!place.forOrganization(id)) {
           throw new Refusal(`Too many uploads under way for this organization (at most ${UPLOADS_PER_ORGANIZATION} at once); retry when one has finished.`,
@@ -194,19 +194,14 @@ async function receiveUpload(req: Request, res: Response, pools: Pools, storage:
   }
   if (!file) throw new Refusal("A file is required (form field file).", "BAD_USER_INPUT");
   try {
-    await asCaller(pools.auth, identity, (c) => c.query(
-      "select app_private.record_upload(organization_id => $1, object_key => $2, filename => $3, content_type => $4, size => $5, sha256 => $6)",
-      [organizationId, file.key, filename, file.contentType, file.size, file.sha256]));
+    await scope.caller(organizationId).call(
+      "select app_private.record_upload(organization_id => $1, object_key => $2, filename => $3, content_type => $4, size => $5, sha256 => $6) as result",
+      [organizationId, file.key, filename, file.contentType, file.size, file.sha256]);
   } catch (e) {
     await storage.delete(file.key).catch(() => {});
     throw e;
   }
   res.status(201).json({ objectKey: file.key, filename, contentType: file.contentType, size: file.size });
-}
-
-/** The caller may use the organization (decisions §2 order and messages), as GraphQL checks it. */
-function checkAccess(pools: Pools, identity: Identity, organizationId: string): Promise<unknown> {
-  return asCaller(pools.auth, identity, (c) => c.query("select app_private.assert_org_access($1, false)", [organizationId]));
 }
 
 function answerFailure(res: Response, e: unknown): void {

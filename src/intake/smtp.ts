@@ -1,6 +1,6 @@
 import type { AddressInfo } from "node:net";
 import { SMTPServer, type SMTPServerDataStream, type SMTPServerSession } from "smtp-server";
-import type { Pools } from "../http/app.js";
+import type { Pools } from "../db/pools.js";
 import { logger } from "../logger.js";
 import type { Storage } from "../storage/index.js";
 import { ByteLimit, EMAIL_MAX_BYTES, IntakeBusy, MalformedMessage, MessageTooLarge, parseEmail } from "./email.js";

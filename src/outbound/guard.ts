@@ -2,10 +2,9 @@ import { lookup as dnsLookup } from "node:dns/promises";
 import type { LookupAddress } from "node:dns";
 import net from "node:net";
 import ipaddr from "ipaddr.js";
-import type { Config } from "../config.js";
 
 /**
- * The outbound guard (decisions §13): a host a tenant names (a mailbox server, a cloud-drive
+ * The outbound guard: a host a tenant names (a mailbox server, a cloud-drive
  * endpoint, a webhook URL) never makes the server connect into a private network, to itself, or
  * to a cloud metadata service. The name is resolved here, every address it resolves to is
  * checked, and the caller connects to the checked address (never resolving the name again, so a
@@ -30,9 +29,9 @@ export interface CheckedAddress {
   family: 4 | 6;
 }
 
-/** The guard's options as configured (OUTBOUND_ALLOW_LOOPBACK; tests' stubbed resolver). */
-export const outboundOf = (config: Pick<Config, "outboundAllowLoopback" | "outboundResolve">): OutboundOptions =>
-  ({ allowLoopback: config.outboundAllowLoopback, resolve: config.outboundResolve });
+/** The guard's options as configured (OUTBOUND_ALLOW_LOOPBACK), with the resolver tests stub. */
+export const outboundOf = (config: { outboundAllowLoopback: boolean }, resolve?: OutboundOptions["resolve"]): OutboundOptions =>
+  ({ allowLoopback: config.outboundAllowLoopback, resolve });
 
 const systemResolve = (host: string) => dnsLookup(host, { all: true, verbatim: true });
 

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { callAsCaller, isFailure, type Failure } from "../../plugins/sql-operations.js";
+import { callForResult, isFailure, type Failure } from "../../plugins/sql-operations.js";
 import type { OutboundCallContext } from "../outbound/call-context.js";
 import { sourceSecretContext } from "../secrets/sealed-box.js";
 import { testCloudDrive, type CloudDriveSettings } from "./cloud-drive/client.js";
@@ -8,7 +8,7 @@ import { testMailbox, type MailboxSettings } from "./mailbox/connection.js";
 const MAX_SECRET_LENGTH = 1024;
 
 /**
- * connectMailbox and connectCloudDrive (decisions §13), in three steps: SQL checks the caller
+ * connectMailbox and connectCloudDrive (docs/api.md, Receipt sources), in three steps: SQL checks the caller
  * (owner or admin) and the settings; the server tests them against the real server, outside the
  * request's database budget and without holding a connection; SQL stores them with the secret
  * sealed. The secret never reaches SQL in clear, nor any error or log.
@@ -19,15 +19,15 @@ async function connectSource<S>(ctx: OutboundCallContext, kind: "mailbox" | "clo
   const noun = kind === "mailbox" ? "Password" : "Secret access key";
   if (typeof secret !== "string" || secret === "") return { success: false, error: `${noun} is required.` };
   if (secret.length > MAX_SECRET_LENGTH) return { success: false, error: `${noun} must be at most ${MAX_SECRET_LENGTH} characters.` };
-  const settings = await callAsCaller(ctx, settingsCall.text, settingsCall.values);
+  const settings = await callForResult(ctx.caller, settingsCall.text, settingsCall.values);
   if (isFailure(settings)) return settings;
-  const refusal = await ctx.withPgClient.outside(() => test(settings as S, secret));
+  const refusal = await ctx.caller.outside(() => test(settings as S, secret));
   if (refusal !== null) return { success: false, error: refusal };
   // The id is made here, so that the secret is sealed to this one source.
   const sourceId = randomUUID();
   const sealed = ctx.tenantOutbound.secrets.seal(secret, sourceSecretContext(kind, organizationId, sourceId));
   const stored = storeCall(sourceId, sealed);
-  return callAsCaller(ctx, stored.text, stored.values);
+  return callForResult(ctx.caller, stored.text, stored.values);
 }
 
 export function connectMailbox(ctx: OutboundCallContext, a: Record<string, any>): Promise<unknown> {

@@ -38,7 +38,7 @@ interface DueDeliveries {
 
 export interface WebhookDeliveryDeps {
   owner: pg.Pool;
-  config: Pick<Config, "outboundAllowLoopback" | "outboundResolve" | "webhookRetrySeconds" | "webhookRetryWindowSeconds">;
+  config: Pick<Config, "outboundAllowLoopback" | "webhookRetrySeconds" | "webhookRetryWindowSeconds">;
   secrets: SealedBox;
 }
 

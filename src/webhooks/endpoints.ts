@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { callAsCaller, isFailure, type Failure } from "../../plugins/sql-operations.js";
+import { callForResult, isFailure, type Failure } from "../../plugins/sql-operations.js";
 import { OutboundRefused } from "../outbound/guard.js";
 import { webhookSecretContext } from "../secrets/sealed-box.js";
 import type { OutboundCallContext } from "../outbound/call-context.js";
@@ -11,13 +11,13 @@ import { newWebhookSecret } from "./signature.js";
  * outbound guard, outside the request's database budget: a failure of either, or null.
  */
 async function refusalOf(ctx: OutboundCallContext, a: Record<string, any>): Promise<Failure | { url: string | null }> {
-  const settings = await callAsCaller(ctx, "select app_private.webhook_endpoint_settings($1, $2, $3, $4) as result",
+  const settings = await callForResult(ctx.caller, "select app_private.webhook_endpoint_settings($1, $2, $3, $4) as result",
     [a.organizationId, a.url ?? null, a.events ?? null, a.description ?? null]);
   if (isFailure(settings)) return settings;
   const url = (settings as { url: string | null }).url;
   if (url === null) return { url };
   try {
-    await ctx.withPgClient.outside(() => checkWebhookUrl(url, ctx.tenantOutbound.outbound));
+    await ctx.caller.outside(() => checkWebhookUrl(url, ctx.tenantOutbound.outbound));
   } catch (e) {
     if (e instanceof OutboundRefused) return { success: false, error: e.message };
     throw e;
@@ -35,7 +35,7 @@ export async function createWebhookEndpoint(ctx: OutboundCallContext, a: Record<
   const id = randomUUID();
   const secret = newWebhookSecret();
   const sealed = ctx.tenantOutbound.secrets.seal(secret, webhookSecretContext(a.organizationId, id));
-  const created = await callAsCaller(ctx, "select app_private.create_webhook_endpoint($1, $2, $3, $4, $5, $6) as result",
+  const created = await callForResult(ctx.caller, "select app_private.create_webhook_endpoint($1, $2, $3, $4, $5, $6) as result",
     [a.organizationId, a.url, a.events, a.description ?? null, id, sealed]);
   return isFailure(created) ? created : { ...(created as object), secret };
 }
@@ -46,6 +46,6 @@ export async function updateWebhookEndpoint(ctx: OutboundCallContext, a: Record<
     const checked = await refusalOf(ctx, a);
     if (isFailure(checked)) return checked;
   }
-  return callAsCaller(ctx, "select app_private.update_webhook_endpoint($1, $2, $3, $4, $5, $6) as result",
+  return callForResult(ctx.caller, "select app_private.update_webhook_endpoint($1, $2, $3, $4, $5, $6) as result",
     [a.organizationId, a.webhookEndpointId, a.url ?? null, a.events ?? null, a.description ?? null, a.status ?? null]);
 }

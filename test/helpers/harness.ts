@@ -5,7 +5,7 @@ import request from "supertest";
 import { inject } from "vitest";
 import { loadConfig, type Config } from "../../src/config.js";
 import { authenticatorUrl, makeApiPool, makePool } from "../../src/db/pools.js";
-import { makeApp, type AppHandle } from "../../src/http/app.js";
+import { makeApp, type AppHandle, type AppOptions } from "../../src/http/app.js";
 import { withDatabase } from "./global-setup.js";
 
 export interface Harness {
@@ -23,8 +23,11 @@ export interface Harness {
   close(): Promise<void>;
 }
 
+/** Configuration overrides, and the outbound resolver a test stubs (never configuration). */
+export type HarnessOptions = Partial<Config> & Pick<AppOptions, "outboundResolve">;
+
 /** A fresh database cloned from the migrated template, and the real app over it. */
-export async function startHarness(overrides: Partial<Config> = {}): Promise<Harness> {
+export async function startHarness({ outboundResolve, ...overrides }: HarnessOptions = {}): Promise<Harness> {
   const serverUrl = inject("serverUrl");
   const templateDb = inject("templateDb");
   const dbName = `accounting_test_${randomUUID().replace(/-/g, "").slice(0, 16)}`;
@@ -40,7 +43,7 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
   const auth = makeApiPool(authenticatorUrl(databaseUrl, config.authenticatorPassword), config);
   const apps: AppHandle[] = [];
   const extraPools: pg.Pool[] = [];
-  const handle = await makeApp(config, { owner, auth });
+  const handle = await makeApp(config, { owner, auth }, { outboundResolve });
   apps.push(handle);
   return {
     config, owner, auth, databaseUrl, handle,
@@ -54,7 +57,7 @@ export async function startHarness(overrides: Partial<Config> = {}): Promise<Har
       // Its own pools: to PostgreSQL it is another server process.
       const auth2 = makeApiPool(authenticatorUrl(databaseUrl, config.authenticatorPassword), { ...config, ...o });
       extraPools.push(auth2);
-      const a = await makeApp({ ...config, ...o }, { owner, auth: auth2 });
+      const a = await makeApp({ ...config, ...o }, { owner, auth: auth2 }, { outboundResolve });
       apps.push(a);
       return a;
     },

@@ -1,92 +1,10 @@
 import type pg from "pg";
 import type { PgClient, WithPgClient } from "postgraphile/@dataplan/pg";
-import { callerFailure, RequestTimeout, TIMEOUT_MESSAGE } from "../db/sql-errors.js";
-import type { Identity } from "../http/authenticate.js";
-
-interface Slots {
-  active: number;
-  waiting: (() => void)[];
-}
-
-/**
- * Fair shares of the API's pool. An organization (or, for a JWT session that names none, its
- * user) holds at most `perTenant` connections at once; more requests of the same tenant wait,
- * first come first served, until their deadline. So one tenant's heavy requests queue behind each
- * other instead of taking every connection of the pool.
- */
-export class ConnectionShare {
-  private readonly tenants = new Map<string, Slots>();
-
-  constructor(readonly perTenant: number) {}
-
-  /** For a pool of `poolSize`: a quarter of it each, and never fewer than 2. */
-  static forPool(poolSize: number): ConnectionShare {
-    return new ConnectionShare(Math.max(2, Math.floor(poolSize / 4)));
-  }
-
-  /** Resolves to a release function once the tenant may hold one more connection; rejects at `deadline`. */
-  acquire(tenant: string, deadline: number): Promise<() => void> {
-    let slots = this.tenants.get(tenant);
-    if (!slots) {
-      slots = { active: 0, waiting: [] };
-      this.tenants.set(tenant, slots);
-    }
-    const s = slots;
-    if (s.active < this.perTenant) {
-      s.active++;
-      return Promise.resolve(this.releaser(tenant, s));
-    }
-    return new Promise((resolve, reject) => {
-      const take = () => {
-        clearTimeout(timer);
-        s.active++;
-        resolve(this.releaser(tenant, s));
-      };
-      const timer = setTimeout(() => {
-        s.waiting.splice(s.waiting.indexOf(take), 1);
-        reject(new RequestTimeout());
-      }, Math.max(0, deadline - Date.now()));
-      s.waiting.push(take);
-    });
-  }
-
-  /** Connections held now by `tenant` (for tests and metrics). */
-  held(tenant: string): number {
-    return this.tenants.get(tenant)?.active ?? 0;
-  }
-
-  private releaser(tenant: string, s: Slots): () => void {
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      s.active--;
-      const next = s.waiting.shift();
-      if (next) next();
-      else if (s.active === 0) this.tenants.delete(tenant);
-    };
-  }
-}
-
-/**
- * Whose shares a request draws on. An API key: its organization's. A JWT session: its user's, and
- * the organization's its operation names (its `organizationId` arguments, when they name one),
- * else the one its X-Organization-Id header names. So every member working on an organization
- * draws on that organization's one share, and naming an organization one does not belong to
- * (refused in SQL) still costs one's own share first.
- */
-export function tenantsOf(identity: Identity, operationOrganization: string | undefined): string[] {
-  switch (identity.kind) {
-    case "apiKey":
-      return [identity.organizationId];
-    case "user": {
-      const organization = operationOrganization ?? identity.organizationId;
-      return organization ? [`user:${identity.userId}`, organization] : [`user:${identity.userId}`];
-    }
-    default:
-      return ["anonymous"];
-  }
-}
+import { callerFailure, RequestTimeout, TIMEOUT_MESSAGE } from "./sql-errors.js";
+import { createWithPgClient, type NodePostgresPgClient } from "postgraphile/adaptors/pg";
+import { tenantsOf, type ConnectionShare } from "./connection-share.js";
+import { pgSettingsFor, type Identity } from "./identity.js";
+import { settingsStatement } from "./sql-text.js";
 
 /**
  * The adaptor's client, told it is inside our transaction: a transaction it is asked for is a
@@ -115,15 +33,6 @@ function inTransaction<C extends PgClient>(client: C): C {
 }
 
 /**
- * `select set_config(…, true), …` for the settings, as literals (sqlLiteral), so that it can share
- * a simple-protocol round trip with `begin`.
- */
-export function settingsStatement(settings: Record<string, string | undefined>): string {
-  const entries = Object.entries(settings).filter((e): e is [string, string] => e[1] != null);
-  return `select ${entries.map(([k, v]) => `set_config(${sqlLiteral(k)}, ${sqlLiteral(v)}, true)`).join(", ")}`;
-}
-
-/**
  * A request's database access: `withPgClient` as PostGraphile uses it, and
  * - `statement(settings, text)`: the rows of one statement run as a transaction of its own, its
  *   `begin`, settings and `commit` sent with it in one round trip (the simple protocol: any values
@@ -138,21 +47,6 @@ export type RequestWithPgClient<C extends PgClient> = WithPgClient<C> & {
 
 /** The adaptor's client, with the node-postgres client under it (@dataplan/pg's `rawClient`). */
 export type RawPgClient = PgClient & { rawClient: Pick<pg.ClientBase, "query"> };
-
-/**
- * A value as a literal of the simple protocol: quoted, as text, which PostgreSQL reads as it reads
- * a parameter of unstated type (node-postgres sends those as text too). Quotes are doubled, and a
- * value with a backslash is an E'' string with its backslashes doubled (as pg's escapeLiteral
- * does, whatever standard_conforming_strings says), in one pass of native replaces. Never a NUL,
- * which would end the statement's text early.
- */
-export function sqlLiteral(value: string | number | boolean | null | undefined): string {
-  if (value === null || value === undefined) return "null";
-  const text = String(value);
-  if (text.includes("\0")) throw new Error("A value sent to PostgreSQL must not contain the NUL character.");
-  const quoted = text.replaceAll("'", "''");
-  return text.includes("\\") ? `E'${quoted.replaceAll("\\", "\\\\")}'` : `'${quoted}'`;
-}
 
 /**
  * The database access of one request: one connection at a time (GraphQL would otherwise run
@@ -232,4 +126,59 @@ export function requestWithPgClient<C extends RawPgClient>(
       }
     },
   });
+}
+
+/**
+ * One caller's database access for one request: everything TypeScript runs as a caller goes
+ * through it, so every such statement has the caller's settings (RLS applies), the tenant's
+ * share of the pool and the request's time budget.
+ */
+export interface CallerDb {
+  readonly identity: Identity;
+  readonly pgSettings: Record<string, string>;
+  /** The access as PostGraphile takes it (the GraphQL context's `withPgClient`). */
+  readonly withPgClient: RequestWithPgClient<NodePostgresPgClient>;
+  /**
+   * One statement in a transaction of its own, its single column `result` returned. Without
+   * `values` (any values are literals in `text`, see sqlLiteral) it goes in one round trip with
+   * its `begin`, settings and `commit`; with them, as parameters.
+   */
+  call(text: string, values?: unknown[]): Promise<unknown>;
+  /** Work that is no database time (a connection to a tenant's server) does not use up the budget. */
+  outside<T>(work: () => Promise<T>): Promise<T>;
+  /** The budget ran out (a timed-out mutation wrote nothing: its Idempotency-Key must not replay). */
+  readonly timedOut: boolean;
+}
+
+/**
+ * The one way TypeScript reaches SQL as a caller: the API's pool, its fair shares, and the
+ * budget every request gets (STATEMENT_TIMEOUT_MS).
+ */
+export class Callers {
+  private readonly adaptor: WithPgClient<NodePostgresPgClient>;
+
+  constructor(pool: pg.Pool, readonly budgetMs: number, readonly share: ConnectionShare) {
+    this.adaptor = createWithPgClient({ pool });
+  }
+
+  /**
+   * A caller's access; `organization` is the one its work names, when it names one (whose share
+   * a JWT session draws on besides its user's).
+   */
+  open(identity: Identity, organization?: string): CallerDb {
+    let timedOut = false;
+    const withPgClient = requestWithPgClient(this.adaptor, this.share, tenantsOf(identity, organization), this.budgetMs,
+      () => { timedOut = true; });
+    const pgSettings = pgSettingsFor(identity);
+    return {
+      identity,
+      pgSettings,
+      withPgClient,
+      call: async (text, values) => values === undefined
+        ? (await withPgClient.statement(pgSettings, text))[0]?.result
+        : withPgClient(pgSettings, async (client) => (await client.query<{ result: unknown }>({ text, values })).rows[0]?.result),
+      outside: (work) => withPgClient.outside(work),
+      get timedOut() { return timedOut; },
+    };
+  }
 }

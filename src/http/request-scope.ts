@@ -1,0 +1,104 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import { randomUUID } from "node:crypto";
+import type { ServerResponse } from "node:http";
+import type { DocumentNode, OperationDefinitionNode } from "postgraphile/graphql";
+import type { CallerDb, Callers } from "../db/caller.js";
+import { ANONYMOUS, type Identity } from "../db/identity.js";
+import type { HttpRequest, HttpResponse, Next } from "./node-http.js";
+
+/** The operation the gate admitted: what later steps run, count and draw on. */
+export interface AdmittedOperation {
+  document: DocumentNode;
+  operation: OperationDefinitionNode;
+  /** The metrics' label: a root field's name, `multiple` or `none` (names of the schema only: a closed set). */
+  label: string;
+  /** The organization its root fields name, when they name exactly one: whose share it waits in. */
+  organization?: string;
+}
+
+/**
+ * What one request is, as its steps learn it: made first, filled in once by the step that knows
+ * (authentication the identity, the gate the operation and with it the database access), read by
+ * every step after. Nothing else carries request state.
+ */
+export class RequestScope {
+  readonly requestId = randomUUID();
+  /** Errors the answer told (its outcome in the metrics). */
+  errors = 0;
+  /** Bytes of the JSON body, once read. */
+  bodyBytes = 0;
+  private who: Identity = ANONYMOUS;
+  private admitted?: AdmittedOperation;
+  private access?: CallerDb;
+
+  constructor(private readonly callers: Callers) {}
+
+  get identity(): Identity {
+    return this.who;
+  }
+
+  /** The verified identity (authentication's, once). */
+  authenticated(identity: Identity): void {
+    this.who = identity;
+  }
+
+  get operation(): AdmittedOperation | undefined {
+    return this.admitted;
+  }
+
+  /** The admitted operation, and the request's database access for it: opened here, once. */
+  admit(operation: AdmittedOperation | undefined): void {
+    this.admitted = operation;
+    this.access = this.callers.open(this.who, operation?.organization);
+  }
+
+  /** The request's database access (GraphQL's): only an admitted request has one. */
+  get db(): CallerDb {
+    if (!this.access) throw new Error("a request reached the database before the gate admitted it");
+    return this.access;
+  }
+
+  /** Whether the request ran out of its time budget. */
+  get timedOut(): boolean {
+    return this.access?.timedOut ?? false;
+  }
+
+  /**
+   * Database access as the caller outside GraphQL (an upload names its organization in its form),
+   * for one step of the request: the tenant's share and a budget of its own.
+   */
+  caller(organization?: string): CallerDb {
+    return this.callers.open(this.who, organization);
+  }
+}
+
+const scopes = new WeakMap<ServerResponse, RequestScope>();
+const current = new AsyncLocalStorage<RequestScope>();
+
+/** The scope of the request this response answers. */
+export function scopeOf(res: ServerResponse): RequestScope {
+  const scope = scopes.get(res);
+  if (!scope) throw new Error("a request step ran before requestScope");
+  return scope;
+}
+
+export const currentRequestId = (): string => current.getStore()?.requestId ?? randomUUID();
+
+/** Counts an error told in the current request's answer (its outcome in the metrics). */
+export function noteErrorToCaller(): void {
+  const scope = current.getStore();
+  if (scope) scope.errors++;
+}
+
+/**
+ * The first step of every request: its scope, its id echoed as X-Request-Id (every log line and
+ * masked error carries it), and the scope as the current one wherever its work goes.
+ */
+export function requestScope(callers: Callers) {
+  return (_req: HttpRequest, res: HttpResponse, next: Next) => {
+    const scope = new RequestScope(callers);
+    scopes.set(res, scope);
+    res.setHeader("X-Request-Id", scope.requestId);
+    current.run(scope, next);
+  };
+}
