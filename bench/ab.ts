@@ -6,9 +6,11 @@ import { cpuMs, overheadCases, overheadFixture } from "./overhead.js";
 import { AUTHENTICATOR_PASSWORD, databaseUrl, load, startServer } from "./support.js";
 
 /**
- * `npm run bench -- ab --before DIR [--seconds S] [--runs N]`: one step of issue 12 measured on its own. The
- * server of this checkout and the one of DIR (another checkout, with its node_modules: the commit
- * before the step) on the overhead benchmark's database (run `npm run bench -- overhead` first),
+ * `npm run bench -- ab --before DIR [--before-env NAME=VALUE …] [--seconds S] [--runs N]`: one
+ * change measured on its own. The server of this checkout and the one of DIR (another checkout,
+ * with its node_modules: the commit before the change; or this checkout again, with
+ * `--before-env` setting what the "before" server runs with, to measure a setting) on the overhead
+ * benchmark's database (run `npm run bench -- overhead` first),
  * alternately, N times each per case (the overhead benchmark's `myOrganizations`, `getLedgerEvent` and
  * 25-item `listLedgerEvents`; default 4), printing req/s and CPU milliseconds per request of
  * each run, and the median of the after ÷ before ratios of the pairs.
@@ -18,13 +20,14 @@ export async function run(args: string[]) {
   if (!before) throw new Error("Give --before DIR: a checkout of the commit to compare with, with node_modules.");
   const seconds = args.includes("--seconds") ? Number(args[args.indexOf("--seconds") + 1]) : 6;
   const runs = args.includes("--runs") ? Number(args[args.indexOf("--runs") + 1]) : 4;
+  const beforeEnv = Object.fromEntries(args.flatMap((a, i) => (a === "--before-env" ? [args[i + 1].split(/=(.*)/s, 2)] : [])));
   const dbUrl = databaseUrl("accounting_bench_overhead");
   const { org, secret, eventId } = await overheadFixture(dbUrl, "ab");
   const env = { RATE_LIMIT_PER_HOUR: "100000000", SMTP_PORT: "off" };
   const fresh = await startServer(dbUrl, env);
   const port = 5799;
   const child = spawn("npm", ["start", "--silent"], { cwd: before, env: { ...process.env, DATABASE_URL: dbUrl, PORT: String(port), WORKER: "off", LOG_LEVEL: "info",
-    NODE_ENV: "production", GRAPHILE_ENV: "production", AUTHENTICATOR_PASSWORD, JWT_SECRET: "bench-jwt-secret", DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "ab-")), ...env }, stdio: ["ignore", "ignore", "inherit"] });
+    NODE_ENV: "production", GRAPHILE_ENV: "production", AUTHENTICATOR_PASSWORD, JWT_SECRET: "bench-jwt-secret", DATA_DIR: mkdtempSync(path.join(os.tmpdir(), "ab-")), ...env, ...beforeEnv }, stdio: ["ignore", "ignore", "inherit"] });
   const oldUrl = `http://127.0.0.1:${port}`;
   for (let i = 0; i < 600 && !(await fetch(`${oldUrl}/readyz`).then((r) => r.ok, () => false)); i++) await new Promise((r) => setTimeout(r, 100));
   const auth = { authorization: `Bearer ${secret}` };

@@ -9,9 +9,12 @@ import type { Pools } from "../db/pools.js";
 import { sendError, sendInternalError, stopReading } from "./rest.js";
 
 /**
- * The HTTP intake transports (decisions §12), for a mail or SMS provider's webhook:
+ * The HTTP intake transports (docs/api.md, Receipt intake), for a mail or SMS provider's webhook:
  * POST /intake/email (the raw message) and POST /intake/sms (JSON with base64 media). Both are
- * authenticated by the shared secret INTAKE_SECRET, checked before the body is read.
+ * authenticated by the shared secret INTAKE_SECRET, checked before the body is read. No caller
+ * identity comes with them (the address is the credential), so they write as the service, on the
+ * owner's pool, for the organization the address names; each message is bounded by the intake's
+ * own limits (src/intake/email.ts).
  */
 export function intakeRoutes(config: Config, pools: Pools, storage: Storage): express.Router {
   const router = express.Router();

@@ -40,7 +40,7 @@ class SenderLeft extends Error {
 const smtpError = (responseCode: number, message: string) => Object.assign(new Error(message), { responseCode });
 
 /**
- * The SMTP intake listener (decisions §12): an MX-like receiver, so no AUTH, for the active email
+ * The SMTP intake listener (docs/api.md, Receipt intake): an MX-like receiver, so no AUTH, for the active email
  * intake addresses only: any other recipient is refused at RCPT TO (550) before a byte of the
  * message is read. A message is answered 250 only once its receipts are committed; a failure
  * answers 451 so that the sending server retries (and Message-ID makes the retry harmless).
