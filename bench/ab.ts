@@ -20,7 +20,12 @@ export async function run(args: string[]) {
   if (!before) throw new Error("Give --before DIR: a checkout of the commit to compare with, with node_modules.");
   const seconds = args.includes("--seconds") ? Number(args[args.indexOf("--seconds") + 1]) : 6;
   const runs = args.includes("--runs") ? Number(args[args.indexOf("--runs") + 1]) : 4;
-  const beforeEnv = Object.fromEntries(args.flatMap((a, i) => (a === "--before-env" ? [args[i + 1].split(/=(.*)/s, 2)] : [])));
+  const beforeEnv = Object.fromEntries(args.flatMap((a, i) => {
+    if (a !== "--before-env") return [];
+    const setting = /^([A-Z_][A-Z0-9_]*)=(.*)$/s.exec(args[i + 1] ?? "");
+    if (!setting) throw new Error(`--before-env takes NAME=VALUE, got "${args[i + 1] ?? ""}".`);
+    return [[setting[1], setting[2]]];
+  }));
   const dbUrl = databaseUrl("accounting_bench_overhead");
   const { org, secret, eventId } = await overheadFixture(dbUrl, "ab");
   const env = { RATE_LIMIT_PER_HOUR: "100000000", SMTP_PORT: "off" };

@@ -4,7 +4,7 @@ import { Kind, getNamedType, isObjectType, type DocumentNode, type GraphQLField 
 import { extendSchema } from "postgraphile/utils";
 import { callerFailure } from "../src/db/sql-errors.js";
 import type { CallerDb } from "../src/db/caller.js";
-import { sqlLiteral } from "../src/db/sql-text.js";
+import { literalSql, sqlLiteral, type SqlCall } from "../src/db/sql-text.js";
 import type { OutboundCallContext } from "../src/outbound/call-context.js";
 
 /**
@@ -87,9 +87,6 @@ const callText = (op: Operation, args: [string, string | number | boolean][], pl
   // Quoted names: `limit` and `offset` are reserved words.
   `select ${op.sqlFunction}(${args.map(([name, value], i) => `"${name}" => ${placeholder(value, i + 1)}`).join(", ")}) as result`;
 
-/** A call's text, and its values when they are parameters $1, $2 … (none: its values are literals in the text). */
-export interface SqlCall { text: string; values?: unknown[] }
-
 const parameterCall = (op: Operation, args: [string, string | number | boolean][]): SqlCall =>
   ({ text: callText(op, args, (_value, n) => `$${n}`), values: args.map(([, value]) => value) });
 
@@ -109,7 +106,7 @@ export function requestCall(op: Operation, values: Record<string, unknown>): Sql
   const args = callArguments(op, values);
   let length = 0;
   for (const [, value] of args) length += String(value).length;
-  return length <= ONE_ROUND_TRIP_MAX_CHARS ? { text: callText(op, args, sqlLiteral) } : parameterCall(op, args);
+  return length <= ONE_ROUND_TRIP_MAX_CHARS ? { text: literalSql(callText(op, args, sqlLiteral)) } : parameterCall(op, args);
 }
 
 /** A call on the request's client: the result type's shape as JSON. */
@@ -130,9 +127,9 @@ export const isFailure = (r: unknown): r is Failure => (r as Failure | null)?.su
  * connection included) is `{success: false, error}` unless `failuresAsErrors`; a failed statement
  * rolled its transaction back, so nothing was written.
  */
-export async function callForResult(caller: CallerDb, text: string, values?: unknown[], failuresAsErrors = false): Promise<unknown> {
+export async function callForResult(caller: CallerDb, call: SqlCall, failuresAsErrors = false): Promise<unknown> {
   try {
-    return await caller.call(text, values);
+    return await caller.call(call);
   } catch (e) {
     const failure = callerFailure(e);
     if (!failuresAsErrors && failure?.business) return { success: false, error: failure.message };
@@ -141,10 +138,8 @@ export async function callForResult(caller: CallerDb, text: string, values?: unk
 }
 
 /** A mutation's function in a transaction of its own (in one round trip when its values can be literals). */
-function runMutation(caller: CallerDb, op: Operation, args: Record<string, unknown>) {
-  const call = requestCall(op, args);
-  return callForResult(caller, call.text, call.values, op.failuresAsErrors);
-}
+const runMutation = (caller: CallerDb, op: Operation, args: Record<string, unknown>) =>
+  callForResult(caller, requestCall(op, args), op.failuresAsErrors);
 
 /** The Query and Mutation fields a document adds. */
 function rootFields(typeDefs: DocumentNode): Record<"Query" | "Mutation", string[]> {

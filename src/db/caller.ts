@@ -4,7 +4,7 @@ import { callerFailure, RequestTimeout, TIMEOUT_MESSAGE } from "./sql-errors.js"
 import { createWithPgClient, type NodePostgresPgClient } from "postgraphile/adaptors/pg";
 import { tenantsOf, type ConnectionShare } from "./connection-share.js";
 import { pgSettingsFor, type Identity } from "./identity.js";
-import { settingsStatement } from "./sql-text.js";
+import { settingsStatement, type SqlCall } from "./sql-text.js";
 
 /**
  * The adaptor's client, told it is inside our transaction: a transaction it is asked for is a
@@ -136,14 +136,17 @@ export function requestWithPgClient<C extends RawPgClient>(
 export interface CallerDb {
   readonly identity: Identity;
   readonly pgSettings: Record<string, string>;
-  /** The access as PostGraphile takes it (the GraphQL context's `withPgClient`). */
+  /**
+   * The access as PostGraphile takes it (the GraphQL context's `withPgClient`), bound to this
+   * caller's settings: whatever settings it is handed, it runs with `pgSettings`.
+   */
   readonly withPgClient: RequestWithPgClient<NodePostgresPgClient>;
   /**
-   * One statement in a transaction of its own, its single column `result` returned. Without
-   * `values` (any values are literals in `text`, see sqlLiteral) it goes in one round trip with
-   * its `begin`, settings and `commit`; with them, as parameters.
+   * One statement in a transaction of its own, its single column `result` returned: with its
+   * values as parameters, or, when they are literals in its text (LiteralSql), in one round trip
+   * with its `begin`, settings and `commit`.
    */
-  call(text: string, values?: unknown[]): Promise<unknown>;
+  call(sql: SqlCall): Promise<unknown>;
   /** Work that is no database time (a connection to a tenant's server) does not use up the budget. */
   outside<T>(work: () => Promise<T>): Promise<T>;
   /** The budget ran out (a timed-out mutation wrote nothing: its Idempotency-Key must not replay). */
@@ -167,17 +170,20 @@ export class Callers {
    */
   open(identity: Identity, organization?: string): CallerDb {
     let timedOut = false;
-    const withPgClient = requestWithPgClient(this.adaptor, this.share, tenantsOf(identity, organization), this.budgetMs,
+    const access = requestWithPgClient(this.adaptor, this.share, tenantsOf(identity, organization), this.budgetMs,
       () => { timedOut = true; });
     const pgSettings = pgSettingsFor(identity);
+    const withPgClient: RequestWithPgClient<NodePostgresPgClient> = Object.assign(
+      <T>(_settings: unknown, callback: (client: NodePostgresPgClient) => T | Promise<T>) => access(pgSettings, callback),
+      { statement: (_settings: unknown, text: string) => access.statement(pgSettings, text), outside: access.outside });
     return {
       identity,
       pgSettings,
       withPgClient,
-      call: async (text, values) => values === undefined
-        ? (await withPgClient.statement(pgSettings, text))[0]?.result
-        : withPgClient(pgSettings, async (client) => (await client.query<{ result: unknown }>({ text, values })).rows[0]?.result),
-      outside: (work) => withPgClient.outside(work),
+      call: async ({ text, values }) => values === undefined
+        ? (await access.statement(pgSettings, text))[0].result
+        : access(pgSettings, async (client) => (await client.query<{ result: unknown }>({ text, values })).rows[0].result),
+      outside: access.outside,
       get timedOut() { return timedOut; },
     };
   }

@@ -6,7 +6,10 @@ import { logger } from "../logger.js";
 export interface Pools {
   /** The owner: health checks, intake, and what the service does for itself. */
   owner: pg.Pool;
-  /** The API's role, subject to RLS: every caller's work (src/db/caller.ts). */
+  /**
+   * The authenticator's: credentials, rate limits and Idempotency-Key claims, and, as the caller
+   * (role and settings set per transaction, RLS applies), every caller's work (src/db/caller.ts).
+   */
   auth: pg.Pool;
 }
 

@@ -22,3 +22,17 @@ export function sqlLiteral(value: string | number | boolean | null | undefined):
   return text.includes("\\") ? `E'${quoted.replaceAll("\\", "\\\\")}'` : `'${quoted}'`;
 }
 
+
+declare const literalOnly: unique symbol;
+/**
+ * Statement text whose every value was written into it by sqlLiteral: only such text is sent as
+ * it is, in one round trip with its transaction (a value spliced in any other way could end the
+ * statement and begin another, which would run and commit as the caller).
+ */
+export type LiteralSql = string & { readonly [literalOnly]: true };
+
+/** Text made of fixed SQL and sqlLiteral's literals only (the caller vouches for it). */
+export const literalSql = (text: string) => text as LiteralSql;
+
+/** One statement as the caller sends it: its values as parameters, or written into it as literals. */
+export type SqlCall = { text: string; values: unknown[] } | { text: LiteralSql; values?: undefined };

@@ -54,7 +54,9 @@ export function makePreset(authPool: pg.Pool, opts: PresetOptions): GraphileConf
         // The request's database access, opened when the gate admitted it (a direct read that
         // passed the request on has begun its budget). It replaces the pool-wide access
         // PgContextPlugin put on the context (user context is assigned after the plugins').
-        const { db } = scopeOf((requestContext as { node?: { res: ServerResponse } }).node!.res);
+        const res = (requestContext as { node?: { res: ServerResponse } }).node?.res;
+        if (!res) throw new Error("GraphQL ran without the Node response its request scope rides on");
+        const { db } = scopeOf(res);
         return {
           signFileUrl: opts.signFileUrl,
           tenantOutbound: opts.tenantOutbound,

@@ -30,8 +30,7 @@ export function directReads(schema: () => GraphQLSchema) {
     if (!args) return next();
     let body: unknown;
     try {
-      const call = requestCall(read.operation, args);
-      body = respond(read, await scope.db.call(call.text, call.values));
+      body = respond(read, await scope.db.call(requestCall(read.operation, args)));
       if (!body) {
         // Not what its type promises: GraphQL execution says what is wrong with it.
         directReadResults.inc({ result: "unvouched" });

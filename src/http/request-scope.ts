@@ -18,8 +18,10 @@ export interface AdmittedOperation {
 
 /**
  * What one request is, as its steps learn it: made first, filled in once by the step that knows
- * (authentication the identity, the gate the operation and with it the database access), read by
- * every step after. Nothing else carries request state.
+ * (authentication the identity, the gate the operation), read by every step after. Nothing else
+ * carries request state. The database access of an admitted request is opened once, at its first
+ * use: its time budget starts there (an Idempotency-Key's claim before it takes none of it, a
+ * replayed answer opens none).
  */
 export class RequestScope {
   readonly requestId = randomUUID();
@@ -28,6 +30,7 @@ export class RequestScope {
   /** Bytes of the JSON body, once read. */
   bodyBytes = 0;
   private who: Identity = ANONYMOUS;
+  private isAdmitted = false;
   private admitted?: AdmittedOperation;
   private access?: CallerDb;
 
@@ -37,8 +40,9 @@ export class RequestScope {
     return this.who;
   }
 
-  /** The verified identity (authentication's, once). */
+  /** The verified identity (authentication's, once, before anything uses the database). */
   authenticated(identity: Identity): void {
+    if (this.who !== ANONYMOUS || this.admitted || this.access) throw new Error("a request's identity is set once, before it is admitted");
     this.who = identity;
   }
 
@@ -46,16 +50,17 @@ export class RequestScope {
     return this.admitted;
   }
 
-  /** The admitted operation, and the request's database access for it: opened here, once. */
+  /** The operation the gate admitted (none: no operation of the document is to run). */
   admit(operation: AdmittedOperation | undefined): void {
+    if (this.isAdmitted) throw new Error("a request is admitted once");
+    this.isAdmitted = true;
     this.admitted = operation;
-    this.access = this.callers.open(this.who, operation?.organization);
   }
 
-  /** The request's database access (GraphQL's): only an admitted request has one. */
+  /** The request's database access (GraphQL's, a direct read's): only an admitted request has one. */
   get db(): CallerDb {
-    if (!this.access) throw new Error("a request reached the database before the gate admitted it");
-    return this.access;
+    if (!this.isAdmitted) throw new Error("a request reached the database before the gate admitted it");
+    return (this.access ??= this.callers.open(this.who, this.admitted?.organization));
   }
 
   /** Whether the request ran out of its time budget. */
@@ -64,20 +69,27 @@ export class RequestScope {
   }
 
   /**
-   * Database access as the caller outside GraphQL (an upload names its organization in its form),
-   * for one step of the request: the tenant's share and a budget of its own.
+   * Database access as the caller for one step of a request outside GraphQL (an upload names its
+   * organization in its form, then stores a file between its two steps): the organization's share
+   * and a budget of the step's own, which `timedOut` does not follow.
    */
-  caller(organization?: string): CallerDb {
+  stepDb(organization: string): CallerDb {
+    if (this.who === ANONYMOUS) throw new Error("database access as the caller needs an authenticated caller");
     return this.callers.open(this.who, organization);
   }
 }
 
-const scopes = new WeakMap<ServerResponse, RequestScope>();
+/**
+ * The scope rides on the response under a symbol of this module's, which nothing else can reach:
+ * a WeakMap would do the same, at the cost of an ephemeron for the collector per request.
+ */
+const SCOPE = Symbol("request scope");
+type Scoped = ServerResponse & { [SCOPE]?: RequestScope };
 const current = new AsyncLocalStorage<RequestScope>();
 
 /** The scope of the request this response answers. */
 export function scopeOf(res: ServerResponse): RequestScope {
-  const scope = scopes.get(res);
+  const scope = (res as Scoped)[SCOPE];
   if (!scope) throw new Error("a request step ran before requestScope");
   return scope;
 }
@@ -97,7 +109,7 @@ export function noteErrorToCaller(): void {
 export function requestScope(callers: Callers) {
   return (_req: HttpRequest, res: HttpResponse, next: Next) => {
     const scope = new RequestScope(callers);
-    scopes.set(res, scope);
+    (res as Scoped)[SCOPE] = scope;
     res.setHeader("X-Request-Id", scope.requestId);
     current.run(scope, next);
   };

@@ -10,8 +10,8 @@ import { scopeOf } from "./request-scope.js";
 
 /**
  * What the routes outside GraphQL (uploads, files, intake) share: HTTP statuses for the
- * contract's error codes, and GraphQL's authentication with those statuses. Their database work
- * as the caller goes through the request's scope (src/db/caller.ts), as GraphQL's does.
+ * contract's error codes, and GraphQL's authentication with those statuses. An upload's database
+ * work as the caller goes through the request's scope (src/db/caller.ts), as GraphQL's does.
  */
 
 const STATUS: Record<ErrorCode, number> = {

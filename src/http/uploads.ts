@@ -132,7 +132,7 @@ async function receiveUpload(req: Request, res: Response, scope: RequestScope, s
       organizationId = id;
       // Checked while the file part is still arriving; its bytes wait (backpressure) for the answer.
       // The caller may use the organization, checked as GraphQL checks it (same order and messages).
-      access = scope.caller(id).call("select app_private.assert_org_access($1, false) as result", [id]).then(() => {
+      access = scope.stepDb(id).call({ text: "select app_private.assert_org_access($1, false) as result", values: [id] }).then(() => {
         // Counted once the caller may use it: naming another tenant's organization takes none of its places.
         if (!place.forOrganization(id)) {
           throw new Refusal(`Too many uploads under way for this organization (at most ${UPLOADS_PER_ORGANIZATION} at once); retry when one has finished.`,
@@ -194,9 +194,10 @@ async function receiveUpload(req: Request, res: Response, scope: RequestScope, s
   }
   if (!file) throw new Refusal("A file is required (form field file).", "BAD_USER_INPUT");
   try {
-    await scope.caller(organizationId).call(
-      "select app_private.record_upload(organization_id => $1, object_key => $2, filename => $3, content_type => $4, size => $5, sha256 => $6) as result",
-      [organizationId, file.key, filename, file.contentType, file.size, file.sha256]);
+    await scope.stepDb(organizationId!).call({
+      text: "select app_private.record_upload(organization_id => $1, object_key => $2, filename => $3, content_type => $4, size => $5, sha256 => $6) as result",
+      values: [organizationId, file.key, filename, file.contentType, file.size, file.sha256],
+    });
   } catch (e) {
     await storage.delete(file.key).catch(() => {});
     throw e;
@@ -213,7 +214,10 @@ function answerFailure(res: Response, e: unknown): void {
   if (e instanceof FileTooLarge) return sendError(res, e.message, "PAYLOAD_TOO_LARGE");
   if (e instanceof UnsupportedFileType) return sendError(res, e.message, "UNSUPPORTED_MEDIA_TYPE");
   const failure = callerFailure(e);
-  if (failure?.message === TIMEOUT_MESSAGE) return sendError(res, "The service is busy; retry shortly.", "SERVICE_UNAVAILABLE");
+  if (failure?.message === TIMEOUT_MESSAGE) {
+    if (!res.headersSent) res.set("Retry-After", String(RETRY_AFTER_SECONDS));
+    return sendError(res, "The service is busy; retry shortly.", "SERVICE_UNAVAILABLE");
+  }
   if (failure) return sendError(res, failure.message, failure.code);
   sendInternalError(res, e, "upload failed");
 }

@@ -19,7 +19,7 @@ async function connectSource<S>(ctx: OutboundCallContext, kind: "mailbox" | "clo
   const noun = kind === "mailbox" ? "Password" : "Secret access key";
   if (typeof secret !== "string" || secret === "") return { success: false, error: `${noun} is required.` };
   if (secret.length > MAX_SECRET_LENGTH) return { success: false, error: `${noun} must be at most ${MAX_SECRET_LENGTH} characters.` };
-  const settings = await callForResult(ctx.caller, settingsCall.text, settingsCall.values);
+  const settings = await callForResult(ctx.caller, settingsCall);
   if (isFailure(settings)) return settings;
   const refusal = await ctx.caller.outside(() => test(settings as S, secret));
   if (refusal !== null) return { success: false, error: refusal };
@@ -27,7 +27,7 @@ async function connectSource<S>(ctx: OutboundCallContext, kind: "mailbox" | "clo
   const sourceId = randomUUID();
   const sealed = ctx.tenantOutbound.secrets.seal(secret, sourceSecretContext(kind, organizationId, sourceId));
   const stored = storeCall(sourceId, sealed);
-  return callForResult(ctx.caller, stored.text, stored.values);
+  return callForResult(ctx.caller, stored);
 }
 
 export function connectMailbox(ctx: OutboundCallContext, a: Record<string, any>): Promise<unknown> {

@@ -11,8 +11,10 @@ import { newWebhookSecret } from "./signature.js";
  * outbound guard, outside the request's database budget: a failure of either, or null.
  */
 async function refusalOf(ctx: OutboundCallContext, a: Record<string, any>): Promise<Failure | { url: string | null }> {
-  const settings = await callForResult(ctx.caller, "select app_private.webhook_endpoint_settings($1, $2, $3, $4) as result",
-    [a.organizationId, a.url ?? null, a.events ?? null, a.description ?? null]);
+  const settings = await callForResult(ctx.caller, {
+    text: "select app_private.webhook_endpoint_settings($1, $2, $3, $4) as result",
+    values: [a.organizationId, a.url ?? null, a.events ?? null, a.description ?? null],
+  });
   if (isFailure(settings)) return settings;
   const url = (settings as { url: string | null }).url;
   if (url === null) return { url };
@@ -35,8 +37,10 @@ export async function createWebhookEndpoint(ctx: OutboundCallContext, a: Record<
   const id = randomUUID();
   const secret = newWebhookSecret();
   const sealed = ctx.tenantOutbound.secrets.seal(secret, webhookSecretContext(a.organizationId, id));
-  const created = await callForResult(ctx.caller, "select app_private.create_webhook_endpoint($1, $2, $3, $4, $5, $6) as result",
-    [a.organizationId, a.url, a.events, a.description ?? null, id, sealed]);
+  const created = await callForResult(ctx.caller, {
+    text: "select app_private.create_webhook_endpoint($1, $2, $3, $4, $5, $6) as result",
+    values: [a.organizationId, a.url, a.events, a.description ?? null, id, sealed],
+  });
   return isFailure(created) ? created : { ...(created as object), secret };
 }
 
@@ -46,6 +50,8 @@ export async function updateWebhookEndpoint(ctx: OutboundCallContext, a: Record<
     const checked = await refusalOf(ctx, a);
     if (isFailure(checked)) return checked;
   }
-  return callForResult(ctx.caller, "select app_private.update_webhook_endpoint($1, $2, $3, $4, $5, $6) as result",
-    [a.organizationId, a.webhookEndpointId, a.url ?? null, a.events ?? null, a.description ?? null, a.status ?? null]);
+  return callForResult(ctx.caller, {
+    text: "select app_private.update_webhook_endpoint($1, $2, $3, $4, $5, $6) as result",
+    values: [a.organizationId, a.webhookEndpointId, a.url ?? null, a.events ?? null, a.description ?? null, a.status ?? null],
+  });
 }

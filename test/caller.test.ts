@@ -1,8 +1,8 @@
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConnectionShare, tenantsOf } from "../src/db/connection-share.js";
-import { requestWithPgClient } from "../src/db/caller.js";
-import { settingsStatement, sqlLiteral } from "../src/db/sql-text.js";
+import { Callers, requestWithPgClient } from "../src/db/caller.js";
+import { literalSql, settingsStatement, sqlLiteral } from "../src/db/sql-text.js";
 import { RequestTimeout, TIMEOUT_MESSAGE } from "../src/db/sql-errors.js";
 import { requestCall, runCall } from "../plugins/sql-operations.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
@@ -281,6 +281,22 @@ describe("requestWithPgClient", () => {
     expect(tenantsOf({ ...user, organizationId: "org-2" }, undefined)).toEqual(["user:u1", "org-2"]);
     expect(tenantsOf(user, undefined)).toEqual(["user:u1"]);
     expect(tenantsOf({ kind: "apiKey", apiKeyId: "k", organizationId: "org-3" }, "org-9")).toEqual(["org-3"]);
+  });
+});
+
+describe("Callers", () => {
+  it("runs every statement of a caller's access with that caller's settings, whatever settings it is handed", async () => {
+    const db = new Callers(h.auth, 5000, new ConnectionShare(2)).open({ kind: "apiKey", apiKeyId: a.apiKeyId, organizationId: a.organizationId });
+    const who = "select json_build_object('user', current_user, 'org', current_setting('app.organization_id', true)) as result";
+    const expected = { user: "accounting_visitor", org: a.organizationId };
+    // GraphQL hands over the context's settings; another's (or none) must change nothing.
+    expect(await db.withPgClient({ "app.organization_id": b.organizationId }, async (c) => (await c.query<{ result: unknown }>({ text: who })).rows[0].result))
+      .toEqual(expected);
+    expect((await db.withPgClient.statement(null, who))[0].result).toEqual(expected);
+    expect(await db.call({ text: who, values: [] })).toEqual(expected);
+    expect(await db.call({ text: literalSql(who) })).toEqual(expected);
+    // Another organization's rows are out of reach, as through GraphQL.
+    expect(await db.call({ text: "select count(*)::int as result from app_public.organizations where id = $1", values: [b.organizationId] })).toBe(0);
   });
 });
 
