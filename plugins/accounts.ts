@@ -1,7 +1,10 @@
 import { gql } from "postgraphile/utils";
 import { sqlOperationsPlugin } from "./sql-operations.js";
 
-/** The chart of accounts (contract: Account; decisions §7), created one by one or in batches. */
+/**
+ * The chart of accounts (contract: Account; docs/api.md, Chart of accounts, contacts and rules),
+ * created one by one or in batches.
+ */
 export const AccountsPlugin = sqlOperationsPlugin("AccountsPlugin", gql`
   """
   An account of the chart. currentBalance is a number from posted journal lines (debit-normal for

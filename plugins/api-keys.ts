@@ -1,7 +1,10 @@
 import { gql } from "postgraphile/utils";
 import { sqlOperationsPlugin } from "./sql-operations.js";
 
-/** API keys of an organization: created (the secret shown once), listed, revoked (decisions §2). */
+/**
+ * API keys of an organization: created (the secret shown once), listed, revoked; owners and admins
+ * only (docs/api.md, Authentication).
+ */
 export const ApiKeysPlugin = sqlOperationsPlugin("ApiKeysPlugin", gql`
   type ApiKey { id: UUID! label: String! prefix: String! created: String! lastUsedAt: String revokedAt: String }
   type CreateApiKeyResult { success: Boolean! error: String apiKey: ApiKey "Shown once." secret: String }

@@ -1,7 +1,10 @@
 import { gql } from "postgraphile/utils";
 import { sqlOperationsPlugin } from "./sql-operations.js";
 
-/** Bank statement rows checked against the books and imported (Behavior rules 6-8; decisions §8). */
+/**
+ * Bank statement rows checked against the books and imported (Behavior rules 6-8; docs/api.md, Bank
+ * statement imports).
+ */
 export const BankStatementsPlugin = sqlOperationsPlugin("BankStatementsPlugin", gql`
   """
   One statement row. amount is signed: negative is money out of the payment account, positive

@@ -1,7 +1,10 @@
 import { gql } from "postgraphile/utils";
 import { sqlOperationsPlugin } from "./sql-operations.js";
 
-/** Vendors and customers (contract: Contact; decisions §7), created one by one or in batches. */
+/**
+ * Vendors and customers (contract: Contact; docs/api.md, Chart of accounts, contacts and rules),
+ * created one by one or in batches.
+ */
 export const ContactsPlugin = sqlOperationsPlugin("ContactsPlugin", gql`
   "A vendor or customer. email and phone are \\"\\" when absent; balance is a number."
   type Contact {

@@ -1,7 +1,10 @@
 import { gql } from "postgraphile/utils";
 import { sqlOperationsPlugin } from "./sql-operations.js";
 
-/** Receipt intake addresses (contract: IntakeAddress; decisions §9). */
+/**
+ * Receipt intake addresses (contract: IntakeAddress; docs/api.md, Chart of accounts, contacts and
+ * rules).
+ */
 export const IntakeAddressesPlugin = sqlOperationsPlugin("IntakeAddressesPlugin", gql`
   "An email address (stored lower-case) or SMS number (7 to 15 digits) that receives receipts. created is an ISO 8601 UTC timestamp."
   type IntakeAddress { id: UUID! addressType: String! address: String! label: String! active: Boolean! created: String! }

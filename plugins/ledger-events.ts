@@ -3,7 +3,8 @@ import { sqlOperationsPlugin } from "./sql-operations.js";
 
 /**
  * Ledger events and their transitions (contract: LedgerEvent, States and transitions, Behavior
- * rules 1–4 and 10; decisions §4–§6). Each operation is one SQL function that owns the rule.
+ * rules 1–4 and 10; docs/api.md, Money and the ledger). Each operation is one SQL function that
+ * owns the rule.
  */
 export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
   "An account as an event shows it: the category (expense/income) account."

@@ -1,7 +1,10 @@
 import { gql } from "postgraphile/utils";
 import { sqlOperationsPlugin } from "./sql-operations.js";
 
-/** Organizations and their members (contract: Authentication; decisions §2: admin operations). */
+/**
+ * Organizations and their members (contract: Authentication; admin operations: docs/api.md,
+ * Authentication).
+ */
 export const OrganizationsPlugin = sqlOperationsPlugin("OrganizationsPlugin", gql`
   type Organization { id: UUID! name: String! }
   type Member { userId: UUID! email: String! name: String! role: String! created: String! }

@@ -3,10 +3,10 @@ import { connectCloudDrive, connectMailbox } from "../src/sources/connect.js";
 import { served, sqlOperationsPlugin } from "./sql-operations.js";
 
 /**
- * Mailboxes and cloud-drive folders as receipt sources (decisions §13; contract sources `mailbox`
- * and `cloud_drive`). Owner or admin only, by JWT. Listing, scanning now and disconnecting are
- * SQL functions; connecting is served here (src/sources/connect.ts), since it tests the
- * connection and seals the secret, with its rules in SQL.
+ * Mailboxes and cloud-drive folders as receipt sources (docs/api.md, Receipt sources; contract
+ * sources `mailbox` and `cloud_drive`). Owner or admin only, by JWT. Listing, scanning now and
+ * disconnecting are SQL functions; connecting is served here (src/sources/connect.ts), since it
+ * tests the connection and seals the secret, with its rules in SQL.
  */
 export const ReceiptSourcesPlugin = sqlOperationsPlugin("ReceiptSourcesPlugin", gql`
   """

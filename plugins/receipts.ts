@@ -16,7 +16,7 @@ declare global {
 }
 
 /**
- * Receipts (contract: Receipt, attachReceiptToEvent, listReceipts; decisions §9, §12). Each
+ * Receipts (contract: Receipt, attachReceiptToEvent, listReceipts; docs/api.md, Receipts). Each
  * operation is one SQL function; only `imageUrl` is made here, signed with the server's secret.
  */
 export const ReceiptsPlugin = sqlOperationsPlugin("ReceiptsPlugin", gql`

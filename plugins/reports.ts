@@ -2,7 +2,7 @@ import { gql } from "postgraphile/utils";
 import { sqlOperationsPlugin } from "./sql-operations.js";
 
 /**
- * Reports from the journal lines of booked events (contract: Report shapes; decisions §6, §11).
+ * Reports from the journal lines of booked events (contract: Report shapes; docs/api.md, Reports).
  * `Date` is PostGraphile's date scalar (a `YYYY-MM-DD` string), as the contract types these arguments.
  */
 export const ReportsPlugin = sqlOperationsPlugin("ReportsPlugin", gql`

@@ -1,7 +1,10 @@
 import { gql } from "postgraphile/utils";
 import { sqlOperationsPlugin } from "./sql-operations.js";
 
-/** GIFI tax codes and sales tax codes: global reference data (decisions §7). */
+/**
+ * GIFI tax codes and sales tax codes: global reference data (docs/api.md, Chart of accounts,
+ * contacts and rules).
+ */
 export const TaxCodesPlugin = sqlOperationsPlugin("TaxCodesPlugin", gql`
   "A CRA GIFI code. accountType is the suggested ledger account type; \`total\` codes are computed totals no account may use."
   type TaxCode { id: UUID! code: String! name: String! classification: String! accountType: String! }

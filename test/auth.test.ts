@@ -29,7 +29,7 @@ describe("myOrganizations", () => {
   });
 });
 
-describe("the contract's error messages, in the check order of decisions §2", () => {
+describe("the contract's error messages, in the check order of docs/api.md, Authentication", () => {
   const cases: [string, () => [string, Record<string, unknown>, string | undefined], string, string][] = [
     ["no credential", () => [MY_ORGS, {}, undefined], "Authentication Required.", "UNAUTHENTICATED"],
     ["another scheme", () => [MY_ORGS, {}, "Basic dXNlcjpwYXNz"], "Authentication Required.", "UNAUTHENTICATED"],

@@ -19,9 +19,9 @@ import { receiptPdf } from "./helpers/receipt-files.js";
 import { importBankLines } from "./ledger-fixtures.js";
 
 /**
- * Cloud-drive folders as receipt sources (decisions §13), against a real S3-compatible server
- * (s3rver) started here on loopback: new objects under the prefix become receipts, objects are
- * remembered by key and ETag, and refused types are counted.
+ * Cloud-drive folders as receipt sources (docs/api.md, Receipt sources), against a real
+ * S3-compatible server (s3rver) started here on loopback: new objects under the prefix become
+ * receipts, objects are remembered by key and ETag, and refused types are counted.
  */
 const DRIVE = `id endpoint bucket prefix region accessKeyId status lastError lastScannedAt created`;
 const CONNECT = `mutation($o: UUID!, $endpoint: String, $bucket: String!, $prefix: String, $key: String!, $secret: String!, $region: String) {

@@ -65,7 +65,10 @@ export async function count(h: Harness, sql: string, params: unknown[] = []): Pr
   return rows[0].n;
 }
 
-/** Balances recomputed from the journal lines of live entries of booked events (decisions §6). */
+/**
+ * Balances recomputed from the journal lines of live entries of booked events (docs/api.md, Money
+ * and the ledger).
+ */
 export async function balancesFromLines(h: Harness, org: string): Promise<Record<string, string>> {
   const { rows } = await h.owner.query(`
     select a.name, (case when a.classification in ('asset', 'expense') then coalesce(sum(l.debit - l.credit), 0)

@@ -2,7 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { accountsOf, call, CONFIRM, createEvent, REJECT, UPDATE, type Accounts } from "./ledger-fixtures.js";
 
-/** listLedgerEvents: every filter, sortBy value and default of the contract and decisions §5. */
+/**
+ * listLedgerEvents: every filter, sortBy value and default of the contract and docs/api.md, Paging.
+ */
 let h: Harness;
 let t: Tenant;
 let acc: Accounts;

@@ -12,9 +12,10 @@ import { rawMessage, receiptPdf } from "./helpers/receipt-files.js";
 import { importBankLines } from "./ledger-fixtures.js";
 
 /**
- * Mailboxes as receipt sources (decisions §13), against a real IMAP server (dovecot) started
- * here on loopback: connecting tests the login, scans read attachments into receipts without
- * marking anything read, and a mailbox that fails is marked and retried without stopping others.
+ * Mailboxes as receipt sources (docs/api.md, Receipt sources), against a real IMAP server (dovecot)
+ * started here on loopback: connecting tests the login, scans read attachments into receipts
+ * without marking anything read, and a mailbox that fails is marked and retried without stopping
+ * others.
  */
 const MAILBOX = `id host port secure username folder status lastError lastScannedAt created`;
 const CONNECT = `mutation($o: UUID!, $host: String!, $port: Int, $secure: Boolean, $user: String!, $pw: String!, $folder: String) {

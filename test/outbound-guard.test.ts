@@ -4,8 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { checkOutbound, guardedLookup, OutboundRefused, refusalOf } from "../src/outbound/guard.js";
 
 /**
- * The outbound guard (decisions §13). Refusals are checked before any connection, with a stubbed
- * resolver: no packet goes to a private or public address from here; only loopback is dialled.
+ * The outbound guard (docs/api.md, Outbound connections). Refusals are checked before any
+ * connection, with a stubbed resolver: no packet goes to a private or public address from here;
+ * only loopback is dialled.
  */
 const resolver = (answers: Record<string, string[]>) => async (host: string): Promise<LookupAddress[]> => {
   const list = answers[host];

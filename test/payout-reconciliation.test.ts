@@ -14,8 +14,9 @@ async function cli(...argv: string[]): Promise<any> {
   return r.json;
 }
 
-// decisions §8 and §10: the processor's payouts, booked by the processor import as transfers from
-// the clearing account into chequing, are the bank's PROCESSOR PAYOUT deposits a day later.
+// docs/api.md, Bank statement imports (the transfer rule) and Processor imports: the processor's
+// payouts, booked by the processor import as transfers from the clearing account into chequing, are
+// the bank's PROCESSOR PAYOUT deposits a day later.
 it("skips the bank's three PROCESSOR PAYOUT deposits when the processor import booked the payouts", async () => {
   const t = await createTenant(h);
   const acc = await accountsOf(h, t);

@@ -67,7 +67,11 @@ async function counts(orgId: string) {
   return r as { events: number; entries: number; lines: number; batches: number; audit: number };
 }
 
-/** decisions §10: the books the shared sample must produce (debit-positive). */
+/**
+ * The books the shared sample must produce (debit-positive; docs/api.md, Processor imports): Sales
+ * Revenue is 4,288.35 gross less 124.30 of refunds, and the clearing account differs from the
+ * processor's own balance by the application fees, which are skipped.
+ */
 const SAMPLE_BOOKS = {
   "Bank Fees & Charges": "150.12",
   Chequing: "2797.77",
@@ -151,7 +155,7 @@ describe("import_processor_balance: layout A, the shared sample", () => {
       { field: "import_batch_id" }, { field: "source", newValue: "processor_import" }] }]);
   });
 
-  it("gives exactly the books of decisions §10, and a trial balance of zero", async () => {
+  it("gives exactly the books of the sample, and a trial balance of zero", async () => {
     expect(await books(org.id)).toEqual(SAMPLE_BOOKS);
     expect(await dailyTotals(org.id)).toEqual(SAMPLE_BOOKS);
     const tb = await trialBalance(org.id);

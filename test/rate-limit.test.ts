@@ -11,7 +11,7 @@ afterAll(() => h?.close());
 const windowOf = async (t: Tenant) =>
   (await h.owner.query("select request_count from app_public.rate_limit_windows where api_key_id = $1", [t.apiKeyId])).rows[0]?.request_count;
 
-describe("rate limit (decisions §3)", () => {
+describe("rate limit (docs/api.md, Rate limit)", () => {
   it("carries the headers on every API key response, then answers 429 with Retry-After", async () => {
     const t = await createTenant(h);
     // The window opens with the first request: between `before` and its answer (bounds that hold

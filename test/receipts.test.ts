@@ -9,9 +9,9 @@ import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant 
 import { accountsOf, call, CREATE, GET, UPDATE, type Accounts } from "./ledger-fixtures.js";
 
 /**
- * Receipts as records (decisions §9, §12): the lifecycle operations, hasDocument, and matching to
- * ledger events, with extraction's outcome written as the worker writes it. The transports
- * (uploads, intake) and the extraction itself have their own tests.
+ * Receipts as records (docs/api.md, Records and lifecycle): the lifecycle operations, hasDocument,
+ * and matching to ledger events, with extraction's outcome written as the worker writes it. The
+ * transports (uploads, intake) and the extraction itself have their own tests.
  */
 let h: Harness;
 let t: Tenant;

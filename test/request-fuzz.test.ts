@@ -18,7 +18,8 @@ import { accountsOf, addAccount, bookEvent, call, createEvent, REJECT } from "./
  *   3. answered within MAX_MS;
  *   4. a request none of whose root fields succeeded (an error, `success: false`, a batch that
  *      created nothing), and any query, leaves the business tables exactly as they were;
- *   5. without a valid credential nothing runs (decisions §2: only introspection is public);
+ *   5. without a valid credential nothing runs (only introspection is public: docs/api.md,
+ *      Authentication);
  *   6. a request carrying a NUL character anywhere (PostgreSQL text cannot hold one) is refused as
  *      a whole before anything runs;
  *   7. what a write stores is in range: dates within years 1000–2999, amounts at most
@@ -295,7 +296,7 @@ function inputValue(type: GraphQLInputType, argName: string, wild: boolean, dept
     valid = fc.oneof(
       { weight: 8, arbitrary: fc.array(item, { maxLength: depth > 1 ? 0 : 3 }) },
       { weight: 2, arbitrary: item }, // GraphQL coerces one value to a list of one
-      // Over the batch limit of 500 items (decisions §7): refused as a whole.
+      // Over the batch limit of 500 items (docs/api.md, Batches): refused as a whole.
       { weight: depth === 0 ? 1 : 0, arbitrary: item.map((v) => Array.from({ length: 501 }, () => v)) },
     );
   } else if (isEnumType(type)) {
@@ -626,8 +627,8 @@ it("random requests from the schema: no internal errors, well-formed answers, bo
 }, SURVEY ? 3_600_000 : 180_000);
 
 // The fuzz reads the schema with a compact introspection query; clients (Ruru, code generators)
-// send the standard one, which nests type references deeper than any data query may. README:
-// introspection is public and not counted against the limits.
+// send the standard one, which nests type references deeper than any data query may.
+// Introspection is public and not counted against the limits (docs/api.md, Requests).
 it("answers the standard introspection query without credentials", async () => {
   const res = await h.gql(getIntrospectionQuery());
   expect(res.body.errors).toBeUndefined();

@@ -6,9 +6,9 @@ import { createTenant, startHarness, type Harness, type Tenant } from "./helpers
 import { postGraphql, startServerProcess, startWorkerProcess, type ServerProcess, type WorkerProcess } from "./helpers/server-process.js";
 
 /**
- * Scale-out (README "Scaling out"): two API processes (`WORKER=off npm start`) and two workers
- * (`npm run worker`) on one database, started as an operator would, each with a data folder of
- * its own (another host) and one shared storage folder. Nothing they share lives in a process.
+ * Scale-out (docs/operating.md, Scaling out): two API processes (`WORKER=off npm start`) and two
+ * workers (`npm run worker`) on one database, started as an operator would, each with a data folder
+ * of its own (another host) and one shared storage folder. Nothing they share lives in a process.
  */
 
 /** Starts them all at once; when any fails, stops those that started and throws. */
@@ -49,8 +49,9 @@ let workers: WorkerProcess[] = [];
 beforeAll(async () => {
   h = await startHarness();
   t = await createTenant(h);
-  // What every host must share (README "Scaling out"): the database, the secrets, the storage.
-  // JWT_SECRET and AUTHENTICATOR_PASSWORD come from the test environment (vitest.config.ts).
+  // What every host must share (docs/operating.md, The same settings everywhere): the database, the
+  // secrets, the storage. JWT_SECRET and AUTHENTICATOR_PASSWORD come from the test environment
+  // (vitest.config.ts).
   const shared = {
     DATABASE_URL: h.databaseUrl,
     INTAKE_SECRET: "scale-out-intake-secret",

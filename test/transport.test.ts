@@ -19,7 +19,7 @@ afterAll(() => h?.close());
 const post = (body: string, contentType = "application/json") =>
   request(h.handle.app).post("/graphql").set("Content-Type", contentType).set("Authorization", t.apiKey).send(body);
 
-describe("HTTP status and error codes (decisions §4)", () => {
+describe("HTTP status and error codes (docs/api.md, Errors)", () => {
   it.each([
     ["a body that is not JSON", "{not json", "Malformed JSON body."],
     ["a JSON body without query", JSON.stringify({ variables: {} }), "The request body must be a JSON object with a query string."],

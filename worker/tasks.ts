@@ -29,9 +29,9 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
       await helpers.withPgClient((client) => client.query("select app_private.purge_expired()"));
     },
 
-    // A processor export already in storage (decisions §10), enqueued by `import_processor_balance
-    // --enqueue` or from SQL. One transaction and the unique source index: a retry after a crash
-    // creates nothing twice.
+    // A processor export already in storage (docs/api.md, Processor imports), enqueued by
+    // `import_processor_balance --enqueue` or from SQL. One transaction and the unique source
+    // index: a retry after a crash creates nothing twice.
     async [PROCESSOR_IMPORT_TASK](payload, helpers) {
       await recordedJob(helpers, payloadOrganizationId(payload), async () => {
         const p = processorImportPayload(payload);
@@ -43,7 +43,7 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
       });
     },
 
-    // Queued by the database with each stored receipt (decisions §12).
+    // Queued by the database with each stored receipt, in the transaction that stores it.
     async [EXTRACT_RECEIPT_TASK](payload, helpers) {
       await recordedJob(helpers, payloadOrganizationId(payload), () => runExtraction(helpers, jobStorage(), extractReceiptPayload(payload)));
     },

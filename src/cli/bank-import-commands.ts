@@ -8,7 +8,10 @@ type DuplicateFlag = "duplicate" | "possible duplicate" | null;
 
 interface DuplicateCheck { rowIndex: number; isDuplicate: boolean; isPossibleDuplicate: boolean; matchingEventId: string | null }
 
-/** import_bank_csv: bank CSV and OFX files into a payment account (decisions §8). */
+/**
+ * import_bank_csv: bank CSV and OFX files into a payment account (docs/api.md, Bank statement
+ * imports).
+ */
 export const bankImportCommands: Record<string, Command> = {
   import_bank_csv: {
     usage: "import_bank_csv FILE --org-name N --payment-account NAME [--preset rbc|td|cibc] " +

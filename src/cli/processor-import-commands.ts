@@ -21,7 +21,10 @@ async function inputFile(positionals: string[]): Promise<{ file: string; size: n
   return { file, size: s.size };
 }
 
-/** import_processor_balance and delete_processor_imports (contract: Server-side commands; decisions §10). */
+/**
+ * import_processor_balance and delete_processor_imports (contract: Server-side commands;
+ * docs/api.md, Processor imports).
+ */
 export const processorImportCommands: Record<string, Command> = {
   import_processor_balance: {
     usage: "import_processor_balance FILE --org-name N [--dry-run] [--review] [--enqueue]",

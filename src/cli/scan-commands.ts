@@ -8,7 +8,10 @@ interface Scan {
 
 const n = (v: number | null) => (v === null ? "-" : String(v));
 
-/** list_scans: what the scans of an organization's mailboxes and cloud drives did (decisions §13). */
+/**
+ * list_scans: what the scans of an organization's mailboxes and cloud drives did (docs/api.md,
+ * Receipt sources).
+ */
 export const scanCommands: Record<string, Command> = {
   list_scans: {
     usage: "list_scans --org-name N [--limit 50] [--json]",

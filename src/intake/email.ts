@@ -3,7 +3,9 @@ import { MimeReaders, ReaderOverrun } from "./mime-reader/pool.js";
 import type { ReadEmail } from "./mime-reader/protocol.js";
 import type { IntakePart } from "./receive.js";
 
-/** At most this much per message, SMTP and POST /intake/email alike (decisions §12). */
+/**
+ * At most this much per message, SMTP and POST /intake/email alike (docs/api.md, Receipt intake).
+ */
 export const EMAIL_MAX_BYTES = 25 * 1024 * 1024;
 
 export class MessageTooLarge extends Error {

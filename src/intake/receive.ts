@@ -39,10 +39,10 @@ export interface IntakeResult {
 
 /**
  * What every intake transport (SMTP, POST /intake/email, POST /intake/sms, mailbox scans) does with a message
- * for one organization (decisions §12): each part of an allowed type, or the text body when there
- * is none, is stored first; then one short transaction on the owner's pool (the SQL scopes the
- * organization itself) records the message (one seen before stops here) and makes each stored
- * file a receipt, which queues its extraction. No transaction waits on storage, and objects
+ * for one organization (docs/api.md, Receipt intake): each part of an allowed type, or the text
+ * body when there is none, is stored first; then one short transaction on the owner's pool (the SQL
+ * scopes the organization itself) records the message (one seen before stops here) and makes each
+ * stored file a receipt, which queues its extraction. No transaction waits on storage, and objects
  * stored for a message that does not commit are deleted.
  */
 export async function receiveIntake(owner: pg.Pool, storage: Storage, given: IntakeMessage): Promise<IntakeResult> {

@@ -1,8 +1,8 @@
 import { fileTypeFromBuffer } from "file-type";
 
 /**
- * The file types a receipt may be (decisions §9), always decided from the bytes, never from a
- * file's name or declared type: a renamed executable stays an executable.
+ * The file types a receipt may be (docs/api.md, Upload), always decided from the bytes, never from
+ * a file's name or declared type: a renamed executable stays an executable.
  */
 export const RECEIPT_CONTENT_TYPES = ["image/jpeg", "image/png", "image/webp", "image/heic", "application/pdf", "text/plain"] as const;
 export type ReceiptContentType = (typeof RECEIPT_CONTENT_TYPES)[number];

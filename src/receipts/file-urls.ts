@@ -17,9 +17,9 @@ export interface FileUrls {
 }
 
 /**
- * Signed, expiring file URLs (imageUrl, decisions §9): the token carries what to serve (key,
- * type, name) and until when, with an HMAC-SHA256 over it, so serving needs no database and a
- * URL that leaks stops working after the TTL. `now` (unix seconds) is for tests.
+ * Signed, expiring file URLs (imageUrl: docs/api.md, Viewing a file): the token carries what to
+ * serve (key, type, name) and until when, with an HMAC-SHA256 over it, so serving needs no database
+ * and a URL that leaks stops working after the TTL. `now` (unix seconds) is for tests.
  */
 export function fileUrls(
   config: Pick<Config, "publicUrl" | "receiptUrlTtlSeconds" | "fileUrlSecret">,

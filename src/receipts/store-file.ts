@@ -10,7 +10,7 @@ export interface StoredFile {
   sha256: string;
 }
 
-/** At most this many bytes per receipt file (decisions §9). */
+/** At most this many bytes per receipt file (docs/api.md, Upload). */
 export const RECEIPT_MAX_BYTES = 20 * 1024 * 1024;
 
 /**

@@ -2,9 +2,10 @@ import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 
 /**
  * Secrets the server must read back (a mailbox password, a cloud drive's secret key), sealed
- * with AES-256-GCM under SECRETS_KEY before they reach the database (decisions §13). A sealed
- * value is `v1:<iv>:<tag>:<ciphertext>` (base64). `context` (the source's kind, organization and
- * id) is authenticated with it, so a value copied to another row does not open there.
+ * with AES-256-GCM under SECRETS_KEY before they reach the database (docs/api.md, Receipt sources).
+ * A sealed value is `v1:<iv>:<tag>:<ciphertext>` (base64). `context` (the source's kind,
+ * organization and id) is authenticated with it, so a value copied to another row does not open
+ * there.
  */
 export interface SealedBox {
   seal(plaintext: string, context: string): string;

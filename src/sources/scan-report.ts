@@ -1,11 +1,11 @@
 import type pg from "pg";
 
 /**
- * What one scan of a source did (decisions §13), recorded in app_private.job_results: messages
- * or objects seen, receipts created, duplicates (seen before: same Message-ID or file), refused
- * files (not a receipt type, or too large), and skipped ones (a message without a receipt file;
- * an object already read). Filled in as the scan goes, so a scan that fails still reports what
- * it did.
+ * What one scan of a source did (docs/api.md, Receipt sources), recorded in
+ * app_private.job_results: messages or objects seen, receipts created, duplicates (seen before:
+ * same Message-ID or file), refused files (not a receipt type, or too large), and skipped ones (a
+ * message without a receipt file; an object already read). Filled in as the scan goes, so a scan
+ * that fails still reports what it did.
  */
 export interface ScanReport {
   scanned: number;

@@ -1,10 +1,10 @@
 import { checkOutbound, OutboundRefused, type CheckedAddress, type OutboundOptions } from "../outbound/guard.js";
 
 /**
- * A webhook URL as the server may post to it (decisions §13): https (plain http only with
- * OUTBOUND_ALLOW_LOOPBACK=1), no credentials in it, and a host whose every address the outbound
- * guard allows. Checked when an endpoint is registered or changed, and again at each delivery
- * (a name may resolve elsewhere later), where the request goes to the checked address.
+ * A webhook URL as the server may post to it (docs/api.md, Outbound connections): https (plain http
+ * only with OUTBOUND_ALLOW_LOOPBACK=1), no credentials in it, and a host whose every address the
+ * outbound guard allows. Checked when an endpoint is registered or changed, and again at each
+ * delivery (a name may resolve elsewhere later), where the request goes to the checked address.
  */
 export interface CheckedUrl { url: URL; address: CheckedAddress }
 

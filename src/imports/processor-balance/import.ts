@@ -37,10 +37,10 @@ export interface ImportResult {
 }
 
 /**
- * Imports a processor export (decisions §10) in ONE transaction on `db`: rows are streamed into a
- * staging table in chunks (each chunk one statement, the next one parsed meanwhile), then one
- * set-based SQL call posts them all. A bad file, a failure or a dry run rolls everything back.
- * `db` must not be inside a transaction.
+ * Imports a processor export (docs/api.md, Processor imports) in ONE transaction on `db`: rows are
+ * streamed into a staging table in chunks (each chunk one statement, the next one parsed
+ * meanwhile), then one set-based SQL call posts them all. A bad file, a failure or a dry run rolls
+ * everything back. `db` must not be inside a transaction.
  */
 export async function importProcessorBalance(db: pg.ClientBase, input: Readable, options: ImportOptions): Promise<ImportResult> {
   const chunkSize = options.chunkSize ?? 2500;

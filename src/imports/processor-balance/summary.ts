@@ -2,7 +2,10 @@ import type { ImportResult } from "./import.js";
 
 const LAYOUT_TITLES = { A: "balance history export", B: "itemized balance change report" } as const;
 
-/** The operator's reading of an import's counts (decisions §10: the four counts and the batch id). */
+/**
+ * The operator's reading of an import's counts (the events created, the three kinds of rows
+ * skipped, and the batch id).
+ */
 export function importSummary(r: ImportResult, fileName: string): string {
   const lines = [
     `${r.dryRun ? "Dry run (nothing written): " : ""}${fileName}, ${LAYOUT_TITLES[r.layout] ?? "processor export"} (layout ${r.layout}), ${r.rows} rows`,

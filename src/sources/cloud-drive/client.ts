@@ -33,12 +33,12 @@ export function storeName(settings: CloudDriveSettings): string {
 }
 
 /**
- * A client of the tenant's store that connects only where the outbound guard allows (decisions
- * §13): the endpoint's host is checked before anything is sent, and every connection the SDK
- * opens resolves through the guard. Plain http is for loopback development servers only: the
- * signed requests would otherwise cross networks readable by anyone on the way. Every answer is
- * bounded in bytes and time (StoreAnswers); the caller destroys the client when done, which
- * closes its connections.
+ * A client of the tenant's store that connects only where the outbound guard allows (docs/api.md,
+ * Outbound connections): the endpoint's host is checked before anything is sent, and every
+ * connection the SDK opens resolves through the guard. Plain http is for loopback development
+ * servers only: the signed requests would otherwise cross networks readable by anyone on the way.
+ * Every answer is bounded in bytes and time (StoreAnswers); the caller destroys the client when
+ * done, which closes its connections.
  */
 export async function cloudDriveClient(settings: CloudDriveSettings, secretAccessKey: string, outbound: OutboundOptions): Promise<CloudDrive> {
   const url = new URL(settings.endpoint ?? `https://s3.${settings.region}.amazonaws.com`);
@@ -109,7 +109,8 @@ export async function testCloudDrive(settings: CloudDriveSettings, secret: strin
   try {
     drive = await cloudDriveClient(settings, secret, outbound);
     // One page, as a scan reads it and held to the same rules (not MaxKeys 1: s3rver 3.7.1 on
-    // Node 22 fails any truncated listing, with ERR_OSSL_EVP_UNSUPPORTED; see the README).
+    // Node 22 fails any truncated listing, with ERR_OSSL_EVP_UNSUPPORTED; docs/api.md, Upstream
+    // defects met).
     await listPage(drive, settings, { after: null }, limit.signal);
     return null;
   } catch (e) {

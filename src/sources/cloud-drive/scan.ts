@@ -28,12 +28,12 @@ interface DriveCursor { startAfter?: string | null }
 
 /**
  * Reads the objects under a cloud drive's prefix that were not read before with their current
- * ETag (decisions §13): each of an allowed type becomes a receipt (source cloud_drive), and every
- * one read is remembered, refused ones too, so a re-scan reads nothing and a replaced object
- * (a new ETag) is read again. A listing page is compared with what was read in one query. A
- * scan goes through at most 10 pages and 500 objects (and stops taking objects when its time is
- * nearly up, or once it has received 256 MB); the key it stopped after is kept, the next
- * scan (queued at once) goes on from there, and one that reaches the end starts the next pass
+ * ETag (docs/api.md, Receipt sources): each of an allowed type becomes a receipt (source
+ * cloud_drive), and every one read is remembered, refused ones too, so a re-scan reads nothing and
+ * a replaced object (a new ETag) is read again. A listing page is compared with what was read in
+ * one query. A scan goes through at most 10 pages and 500 objects (and stops taking objects when
+ * its time is nearly up, or once it has received 256 MB); the key it stopped after is kept, the
+ * next scan (queued at once) goes on from there, and one that reaches the end starts the next pass
  * from the beginning. What the store does wrong is a SourceError; our own failures (database,
  * storage) are thrown as they are.
  */

@@ -29,10 +29,10 @@ export const CONNECTION_MAX_BYTES = 512 * 1024 * 1024;
 /**
  * Logs in to a mailbox and opens its folder read-only (IMAP EXAMINE: nothing is marked read,
  * moved or deleted, whatever is fetched). The host passes the outbound guard first, and the
- * socket goes to the address it checked (decisions §13). Over port 143 (`secure: false`) the
- * login is only sent after STARTTLS, except to a loopback server in development. The client is
- * closed when `limit` passes. Every failure is a SourceError that says what went wrong in words,
- * without the password.
+ * socket goes to the address it checked (docs/api.md, Outbound connections). Over port 143
+ * (`secure: false`) the login is only sent after STARTTLS, except to a loopback server in
+ * development. The client is closed when `limit` passes. Every failure is a SourceError that says
+ * what went wrong in words, without the password.
  */
 export async function openMailbox(settings: MailboxSettings, password: string, outbound: OutboundOptions, limit: Deadline) {
   let client: ImapFlow | undefined;

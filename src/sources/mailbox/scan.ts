@@ -25,14 +25,14 @@ const SCAN_BYTES = 256 * 1024 * 1024;
 interface MailboxCursor { uidValidity?: string; lastUid?: number }
 
 /**
- * Reads the new messages of a mailbox's folder (decisions §13). The folder is opened read-only
- * and fetched with BODY.PEEK, so nothing is marked read. A first scan, or one after UIDVALIDITY
- * changed, reads the last 30 days; later ones the UIDs above the last one read. The cursor is
- * kept after each message (a scan cut short resumes where it stopped) and, once a first scan is
- * through, moved to the folder's last UID, so older messages are never read. A message goes
+ * Reads the new messages of a mailbox's folder (docs/api.md, Receipt sources). The folder is opened
+ * read-only and fetched with BODY.PEEK, so nothing is marked read. A first scan, or one after
+ * UIDVALIDITY changed, reads the last 30 days; later ones the UIDs above the last one read. The
+ * cursor is kept after each message (a scan cut short resumes where it stopped) and, once a first
+ * scan is through, moved to the folder's last UID, so older messages are never read. A message goes
  * through e-mail intake (the same parsing and receiving as SMTP): only its attachments of an
- * allowed type become receipts, and its Message-ID is never received twice. What the mailbox
- * server does wrong is a SourceError; our own failures (database, storage) are thrown as they are.
+ * allowed type become receipts, and its Message-ID is never received twice. What the mailbox server
+ * does wrong is a SourceError; our own failures (database, storage) are thrown as they are.
  */
 export async function scanMailbox(owner: pg.Pool, storage: Storage, outbound: OutboundOptions,
     source: ScanSource<MailboxSettings>, report: ScanReport, limit: Deadline): Promise<void> {

@@ -73,7 +73,9 @@ export function deliverSmtp(options: SmtpMessage): Promise<SmtpOutcome> {
   });
 }
 
-/** Lines starting with a dot get another (RFC 5321 §4.5.2), so the message cannot end early. */
+/**
+ * Lines starting with a dot get another (RFC 5321, section 4.5.2), so the message cannot end early.
+ */
 function dotStuffed(message: Buffer): Buffer {
   const text = message.toString("latin1");
   const body = text.replace(/\r?\n/g, "\r\n").replace(/^\./, "..").replace(/\r\n\./g, "\r\n..");
