@@ -1,3 +1,4 @@
+import { parseArgs } from "node:util";
 import type pg from "pg";
 import type { Config } from "../config.js";
 import { callerFailure } from "../db/sql-errors.js";
@@ -19,6 +20,18 @@ export interface Command {
   /** Needs no database connection. */
   offline?: boolean;
   run(ctx: CommandContext): Promise<{ result: Record<string, unknown>; text: string }>;
+}
+
+/**
+ * A command's arguments as `npm run cli -- <command> …` reads them (its options and `--json`,
+ * positionals allowed): an unknown option or a missing value is a CliError that shows the usage.
+ */
+export function parseCommandArgs(command: Command, argv: string[]): CommandContext["args"] {
+  try {
+    return parseArgs({ args: argv, options: { ...command.options, json: { type: "boolean" } }, allowPositionals: true, strict: true });
+  } catch (e) {
+    throw new CliError(`${(e as Error).message}\nUsage: ${command.usage} [--json]`);
+  }
 }
 
 export function required(ctx: CommandContext, name: string): string {

@@ -1,13 +1,13 @@
-import { parseArgs } from "node:util";
 import { loadConfig } from "../config.js";
-import { CliError, type Command } from "./command.js";
+import { CliError, parseCommandArgs, type Command } from "./command.js";
 import { commands } from "./commands.js";
 import { openOwnerDatabase } from "./database.js";
 
 /**
- * `npm run cli -- <command> [options]`: the operator's commands (decisions §1). Every failure is
- * one message and exit code 1: `{"error": "…"}` on stdout with --json, one line on stderr without;
- * never a stack trace. A command writes in one transaction, so a failure writes nothing.
+ * `npm run cli -- <command> [options]`: the operator's commands (docs/operating.md, The operator's
+ * CLI). Every failure is one message and exit code 1: `{"error": "…"}` on stdout with --json, one
+ * line on stderr without; never a stack trace. A command writes in one transaction, so a failure
+ * writes nothing.
  */
 async function main(argv: string[], json: boolean): Promise<number> {
   const [name, ...rest] = argv;
@@ -24,15 +24,15 @@ async function main(argv: string[], json: boolean): Promise<number> {
   }
   let args;
   try {
-    args = parseArgs({ args: rest, options: { ...command.options, json: { type: "boolean" } }, allowPositionals: true, strict: true });
+    args = parseCommandArgs(command, rest);
   } catch (e) {
-    return fail(json, `${(e as Error).message}\nUsage: ${command.usage} [--json]`);
+    return fail(json, (e as CliError).message);
   }
   const config = loadConfig();
   const db = await openOwnerDatabase(config);
   try {
     const { result, text } = await command.run({
-      db: db.client, config, args: args as any,
+      db: db.client, config, args,
       progress: (line) => { if (!json) process.stderr.write(line + "\n"); },
     });
     print(result, text);
