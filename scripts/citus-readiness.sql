@@ -1,5 +1,5 @@
 -- Citus readiness: what stands between each table and distribution by organization_id on a
--- sharded PostgreSQL such as Citus (README "Scaling out"). It reads the catalog only and changes
+-- sharded PostgreSQL such as Citus (docs/citus.md). It reads the catalog only and changes
 -- nothing:
 --
 --   psql "$DATABASE_URL" -f scripts/citus-readiness.sql

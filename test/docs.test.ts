@@ -23,7 +23,7 @@ import { accountsOf, bookEvent } from "./ledger-fixtures.js";
  * is one the CLI knows with options it takes, each GraphQL document validates against the schema
  * (and the README's first session runs, against a harness database), the analysts' SQL runs, the
  * configuration table names exactly the variables the code reads, and every link and every
- * "docs/<file>.md, <Section>" citation in the code leads to a heading. No "§" anywhere: the rules
+ * "docs/<file>.md, <Section>" citation in the code leads to a heading. No section sign (U+00A7) anywhere: the rules
  * are stated in the repository itself, not cited from documents a clone does not have.
  */
 
@@ -461,10 +461,10 @@ describe("links and citations", () => {
 describe("the repository", () => {
   // The rules are the project's own, stated where they apply (docs/api.md): nothing cites a
   // numbered section of a document outside the repository.
-  it("has no \"§\" outside the committed migrations and the schema dump", () => {
+  it("has no section sign (U+00A7) outside the committed migrations and the schema dump", () => {
     let found = "";
     try {
-      found = execFileSync("git", ["grep", "-n", "§", "--", ":!migrations/committed", ":!data/schema.sql"], { encoding: "utf8" });
+      found = execFileSync("git", ["grep", "-n", "\u00a7", "--", ":!migrations/committed", ":!data/schema.sql"], { encoding: "utf8" });
     } catch (e) {
       if ((e as { status?: number }).status !== 1) throw e; // 1: nothing found
     }

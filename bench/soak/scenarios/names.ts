@@ -3,8 +3,8 @@ import type { Scenario } from "../harness.js";
 import { gql, upload } from "../http.js";
 
 /**
- * Issue 32, item 9: an upload named `reçu.pdf` was stored and served as `reÃ§u.pdf` (busboy
- * reads file names as latin1 unless told otherwise). The name is sent both ways a client may
+ * Issue 32, item 9: an upload named `reçu.pdf` was stored and served with its UTF-8 bytes read
+ * as Latin-1, as `re\u00c3\u00a7u.pdf` (busboy reads file names as latin1 unless told otherwise). The name is sent both ways a client may
  * send it, and read back from the upload's answer, the receipt and the served file's
  * Content-Disposition.
  */

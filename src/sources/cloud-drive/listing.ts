@@ -1,6 +1,9 @@
-import { ListObjectsV2Command, type ListObjectsV2CommandOutput } from "@aws-sdk/client-s3";
+import { ListObjectsV2Command, type ListObjectsV2CommandOutput, type S3Client } from "@aws-sdk/client-s3";
 import { SourceError } from "../errors.js";
-import type { CloudDrive, CloudDriveSettings } from "./client.js";
+
+/** What a listing needs of a drive (client.ts's CloudDrive and CloudDriveSettings): its client, its name for messages, its folder. */
+interface Drive { client: S3Client; answers: { where: string } }
+interface Folder { bucket: string; prefix: string }
 
 /** Keys asked for in one listing page, and the most a page may hold: S3's own page size. */
 export const KEYS_PER_PAGE = 1000;
@@ -18,7 +21,7 @@ export interface PagePosition { after: string | null; token?: string }
  * point. A store that breaks one of these is refused with the reason: a listing that goes back or
  * repeats itself would never end, and one page of more keys is a page without bounds.
  */
-export async function listPage(drive: CloudDrive, settings: CloudDriveSettings, from: PagePosition,
+export async function listPage(drive: Drive, settings: Folder, from: PagePosition,
     signal: AbortSignal): Promise<ListObjectsV2CommandOutput> {
   const page = await drive.client.send(new ListObjectsV2Command({
     Bucket: settings.bucket, Prefix: settings.prefix || undefined, MaxKeys: KEYS_PER_PAGE,
