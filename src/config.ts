@@ -6,8 +6,8 @@ import { secretsKeyOf } from "./secrets/sealed-box.js";
 /**
  * Everything the service reads from the environment, with safe local defaults: `npm start` on a
  * fresh machine needs none of it (docs/operating.md, Configuration).
- * This file is the only one that reads process.env; the README's configuration table lists each
- * variable.
+ * This file is the service's only reader of process.env but for src/gc-flags.ts; the table in
+ * docs/operating.md, Configuration, lists each variable.
  */
 export interface Config {
   port: number;

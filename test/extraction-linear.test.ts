@@ -7,9 +7,10 @@ import { totalLostItsCents } from "../src/receipts/extraction/total.js";
  * A text receipt is read with regular expressions on the document reader's thread: a pattern that
  * reads a long line again from each place in it is quadratic (one 100 KB word took 56 s), and
  * holds up every other organization's receipts. Each text here is the longest kept (100 KB) and
- * must be read in well under a second.
+ * must be read within a few seconds: a linear read takes well under one on an idle machine, and
+ * the bound leaves room for the other test files running beside it, not for a quadratic read.
  */
-const LIMIT_MS = 1_000;
+const LIMIT_MS = 3_000;
 
 /** `unit` repeated to exactly the kept length. */
 const filled = (unit: string) => unit.repeat(Math.ceil(MAX_TEXT_CHARS / unit.length)).slice(0, MAX_TEXT_CHARS);
@@ -53,7 +54,7 @@ async function timedExtraction(text: string): Promise<number> {
 }
 
 describe("receipt text extraction takes time in proportion to the text", () => {
-  it.each(Object.entries(HOSTILE))("100 KB of %s: well under a second", async (_name, text) => {
+  it.each(Object.entries(HOSTILE))("100 KB of %s: within a few seconds", async (_name, text) => {
     expect(text.length).toBe(MAX_TEXT_CHARS);
     await timedExtraction(text.slice(0, 1_000)); // compiled once before the clock counts
     expect(await timedExtraction(text)).toBeLessThan(LIMIT_MS);

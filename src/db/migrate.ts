@@ -34,7 +34,7 @@ export async function runMigrations(databaseUrl: string, withCurrent = false): P
   try {
     await lock.query("select pg_advisory_lock(hashtext('accounting-api:migrate'))");
     process.chdir(root); // graphile-migrate resolves migrations/ against the working directory
-    // The job queue first: the database queues jobs itself (app_private.enqueue_job) in the
+    // The job queue first: the database queues jobs itself (app_private.queue_receipt_extraction and the like) in the
     // transactions that need them, so graphile-worker's schema must exist before any request.
     await runWorkerMigrations({ connectionString: databaseUrl, logger: workerLogger });
     await migrate(settings, false, false);

@@ -1,9 +1,10 @@
 import { checkOutbound, OutboundRefused, type CheckedAddress, type OutboundOptions } from "../outbound/guard.js";
 
 /**
- * A webhook URL as the server may post to it (docs/api.md, Outbound connections): https (plain http
- * only with OUTBOUND_ALLOW_LOOPBACK=1), no credentials in it, and a host whose every address the
- * outbound guard allows. Checked when an endpoint is registered or changed, and again at each
+ * A webhook URL as the server may post to it: https (plain http only with
+ * OUTBOUND_ALLOW_LOOPBACK=1), no user name or password in it (they would be kept and shown as part
+ * of the URL), and a host whose every address the outbound guard allows (docs/api.md, Outbound
+ * connections). Checked when an endpoint is registered or changed, and again at each
  * delivery (a name may resolve elsewhere later), where the request goes to the checked address.
  */
 export interface CheckedUrl { url: URL; address: CheckedAddress }

@@ -9,7 +9,7 @@ import { freePort } from "./ports.js";
 /**
  * A real IMAP server for tests: Debian's dovecot (installed by .ci/run), started on a loopback
  * port with a throwaway configuration, users in a passwd-file, mail in maildirs owned by
- * `nobody` (the stack notes' verified recipe). Tests put messages in with IMAP APPEND, so UIDs
+ * `nobody`. Tests put messages in with IMAP APPEND, so UIDs
  * and UIDVALIDITY are the server's own.
  */
 export interface Dovecot {
