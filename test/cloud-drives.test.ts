@@ -14,7 +14,7 @@ import { deadline } from "../src/sources/errors.js";
 import { emptyScanReport } from "../src/sources/scan-report.js";
 import { createStorage } from "../src/storage/index.js";
 import { runJobs } from "./helpers/worker.js";
-import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { createTenant, dataOf, errorOf, gqlTo, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { receiptPdf } from "./helpers/receipt-files.js";
 import { importBankLines } from "./ledger-fixtures.js";
 
@@ -79,10 +79,8 @@ describe("connectCloudDrive", () => {
     expect(errorOf(await connect({}, t.apiKey)).message).toBe("API Keys Cannot Perform Admin Operations.");
 
     const strict = await h.secondApp({ outboundAllowLoopback: false });
-    const request = (await import("supertest")).default;
-    const via = (vars: Record<string, unknown>) => request(strict.app).post("/graphql").set("Content-Type", "application/json")
-      .set("Authorization", t.ownerJwt).send(JSON.stringify({ query: CONNECT,
-        variables: { o: t.organizationId, bucket: BUCKET, key: "S3RVER", secret: "S3RVER", ...vars } }));
+    const via = (vars: Record<string, unknown>) =>
+      gqlTo(strict, CONNECT, { o: t.organizationId, bucket: BUCKET, key: "S3RVER", secret: "S3RVER", ...vars }, t.ownerJwt);
     const errors = [];
     for (const endpoint of [s3.endpoint, "https://10.0.0.1", "https://169.254.169.254", `https://127.0.0.1:${new URL(s3.endpoint).port}`]) {
       errors.push(dataOf(await via({ endpoint }), "connectCloudDrive").error);

@@ -3,7 +3,6 @@ import { postgraphile } from "postgraphile";
 import {
   buildSchema, execute, getNamedType, isObjectType, parse, printSchema, type GraphQLObjectType, type GraphQLSchema, type OperationDefinitionNode,
 } from "postgraphile/graphql";
-import request from "supertest";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AppHandle } from "../src/http/app.js";
 import { loadConfig } from "../src/config.js";
@@ -14,7 +13,7 @@ import { directReadResults } from "../src/metrics.js";
 import { pgSettingsFor } from "../src/db/identity.js";
 import { runOperation, SQL_READ } from "../plugins/sql-operations.js";
 import { createStorage } from "../src/storage/index.js";
-import { createTenant, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { createTenant, gqlTo, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { accountsOf, bookEvent, call, CONFIRM, createEvent } from "./ledger-fixtures.js";
 
 /**
@@ -36,8 +35,7 @@ let off: AppHandle;
 /** A request to the DIRECT_READS=off server, which must answer it without a direct read. */
 async function gqlOff(query: string, variables: Record<string, unknown>, credential: string) {
   const before = await directReadCounts();
-  const res = await request(off.app).post("/graphql").set("Content-Type", "application/json").set("Authorization", credential)
-    .send(JSON.stringify({ query, variables }));
+  const res = await gqlTo(off, query, variables, credential);
   expect(await directReadCounts(), `${query} with DIRECT_READS=off`).toEqual(before);
   return res;
 }

@@ -134,6 +134,20 @@ const underWay = () => {
 };
 const uploadRows = async () => Number((await h.owner.query("select count(*) from app_public.uploads")).rows[0].count);
 
+/**
+ * A 19 MB upload from `t`'s API key refused for being busy: at once, with Retry-After, the
+ * connection closed and the file not read.
+ */
+async function expectRefusedBusy(t: Tenant, status: number, message: string, code: string) {
+  const refused = await wholeUpload(t.apiKey, t.organizationId, 19 * 1024 * 1024);
+  expect(refused.status).toBe(status);
+  expect(refused.headers["retry-after"]).toBe("5");
+  expect(refused.headers.connection).toBe("close");
+  expect(refused.body).toEqual({ errors: [{ message, extensions: { code } }] });
+  expect(refused.ms).toBeLessThan(3000);
+  expect(refused.serverRead).toBeLessThan(1024 * 1024);
+}
+
 describe("POST /uploads under way at once", () => {
   it("takes 4 from one API key and answers the 5th 429 with Retry-After before reading its body; the owner's own token still gets in", async () => {
     const [a] = tenants;
@@ -142,16 +156,7 @@ describe("POST /uploads under way at once", () => {
     const rowsBefore = await uploadRows();
 
     // A 19 MB file: refused at once, the connection closed, not the file read.
-    const refused = await wholeUpload(a.apiKey, a.organizationId, 19 * 1024 * 1024);
-    expect(refused.status).toBe(429);
-    expect(refused.headers["retry-after"]).toBe("5");
-    expect(refused.headers.connection).toBe("close");
-    expect(refused.body).toEqual({ errors: [{
-      message: "Too many uploads under way for this credential (at most 4 at once); retry when one has finished.",
-      extensions: { code: "RATE_LIMITED" },
-    }] });
-    expect(refused.ms).toBeLessThan(3000);
-    expect(refused.serverRead).toBeLessThan(1024 * 1024);
+    await expectRefusedBusy(a, 429, "Too many uploads under way for this credential (at most 4 at once); retry when one has finished.", "RATE_LIMITED");
 
     // Another credential of the same organization has places of its own.
     const other = await wholeUpload(a.ownerJwt, a.organizationId, 64 * 1024);
@@ -216,16 +221,7 @@ describe("POST /uploads under way at once", () => {
     const held = tenants.slice(0, 4).flatMap((t) => Array.from({ length: 4 }, () => heldUpload(t)));
     await until("16 uploads under way", () => underWay() === 16, 10_000);
     const late = tenants[4];
-    const refused = await wholeUpload(late.apiKey, late.organizationId, 19 * 1024 * 1024);
-    expect(refused.status).toBe(503);
-    expect(refused.headers["retry-after"]).toBe("5");
-    expect(refused.headers.connection).toBe("close");
-    expect(refused.body).toEqual({ errors: [{
-      message: "The service is taking too many uploads at once; retry shortly.",
-      extensions: { code: "SERVICE_UNAVAILABLE" },
-    }] });
-    expect(refused.ms).toBeLessThan(3000);
-    expect(refused.serverRead).toBeLessThan(1024 * 1024);
+    await expectRefusedBusy(late, 503, "The service is taking too many uploads at once; retry shortly.", "SERVICE_UNAVAILABLE");
 
     expect((await held[0].finish()).status).toBe(201);
     const next = await wholeUpload(late.apiKey, late.organizationId, 64 * 1024);

@@ -26,6 +26,14 @@ export interface Harness {
 /** Configuration overrides, and the outbound resolver a test stubs (never configuration). */
 export type HarnessOptions = Partial<Config> & Pick<AppOptions, "outboundResolve">;
 
+/** POST /graphql to `app` (the harness's, or a `secondApp`); `credential` is a full Authorization header value, or none. */
+export function gqlTo(app: AppHandle, query: string, variables?: Record<string, unknown>, credential?: string, headers: Record<string, string> = {}) {
+  let r = request(app.app).post("/graphql").set("Content-Type", "application/json");
+  if (credential) r = r.set("Authorization", credential);
+  for (const [k, v] of Object.entries(headers)) r = r.set(k, v);
+  return r.send(JSON.stringify({ query, variables }));
+}
+
 /** A fresh database cloned from the migrated template, and the real app over it. */
 export async function startHarness({ outboundResolve, ...overrides }: HarnessOptions = {}): Promise<Harness> {
   const serverUrl = inject("serverUrl");
@@ -47,12 +55,7 @@ export async function startHarness({ outboundResolve, ...overrides }: HarnessOpt
   apps.push(handle);
   return {
     config, owner, auth, databaseUrl, handle,
-    gql(query, variables, credential, headers = {}) {
-      let r = request(handle.app).post("/graphql").set("Content-Type", "application/json");
-      if (credential) r = r.set("Authorization", credential);
-      for (const [k, v] of Object.entries(headers)) r = r.set(k, v);
-      return r.send(JSON.stringify({ query, variables }));
-    },
+    gql: (query, variables, credential, headers) => gqlTo(handle, query, variables, credential, headers),
     async secondApp(o = {}) {
       // Its own pools: to PostgreSQL it is another server process.
       const auth2 = makeApiPool(authenticatorUrl(databaseUrl, config.authenticatorPassword), { ...config, ...o });

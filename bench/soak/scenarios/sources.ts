@@ -18,16 +18,21 @@ export const describeConnect = (r: { id?: string; error?: string; ms: number }) 
 const ask = (ctx: SoakContext, org: Tenant, query: string, variables: Record<string, unknown>, timeoutMs = 60_000) =>
   gql(ctx.url, org.ownerAuth, query, { o: org.id, ...variables }, { organizationId: org.id, timeoutMs });
 
-export async function connectMailbox(ctx: SoakContext, org: Tenant, port: number, username: string): Promise<{ id?: string; error?: string; ms: number }> {
+/** A connect mutation, timed: the new source's id, or why there is none (a refusal, or no answer). */
+async function connect(ctx: SoakContext, org: Tenant, field: string, source: string, mutation: string, variables: Record<string, unknown>,
+    timeoutMs?: number): Promise<{ id?: string; error?: string; ms: number }> {
   const started = Date.now();
   try {
-    const d = await ask(ctx, org, `mutation($o: UUID!, $port: Int!, $u: String!) { connectMailbox(organizationId: $o, host: "127.0.0.1", port: $port, secure: false,
-        username: $u, password: "hostile", folder: "INBOX") { success error mailbox { id } } }`, { port, u: username });
-    return d.connectMailbox.success ? { id: d.connectMailbox.mailbox.id, ms: Date.now() - started } : { error: d.connectMailbox.error, ms: Date.now() - started };
+    const r = (await ask(ctx, org, mutation, variables, timeoutMs))[field];
+    return r.success ? { id: r[source].id, ms: Date.now() - started } : { error: r.error, ms: Date.now() - started };
   } catch (e) {
     return { error: `${NO_ANSWER}: ${(e as Error).message}`, ms: Date.now() - started };
   }
 }
+
+export const connectMailbox = (ctx: SoakContext, org: Tenant, port: number, username: string) =>
+  connect(ctx, org, "connectMailbox", "mailbox", `mutation($o: UUID!, $port: Int!, $u: String!) { connectMailbox(organizationId: $o, host: "127.0.0.1", port: $port, secure: false,
+      username: $u, password: "hostile", folder: "INBOX") { success error mailbox { id } } }`, { port, u: username });
 
 export async function syncMailbox(ctx: SoakContext, org: Tenant, id: string): Promise<string> {
   const d = await ask(ctx, org, `mutation($o: UUID!, $m: UUID!) { syncMailbox(organizationId: $o, mailboxId: $m) { success error scanId } }`, { m: id });
@@ -44,16 +49,9 @@ export async function mailboxes(ctx: SoakContext, org: Tenant): Promise<SourceSt
   return d.listMailboxes;
 }
 
-export async function connectCloudDrive(ctx: SoakContext, org: Tenant, endpoint: string, bucket: string): Promise<{ id?: string; error?: string; ms: number }> {
-  const started = Date.now();
-  try {
-    const d = await ask(ctx, org, `mutation($o: UUID!, $e: String!, $b: String!) { connectCloudDrive(organizationId: $o, endpoint: $e, bucket: $b, prefix: "",
-        accessKeyId: "AKIASOAK", secretAccessKey: "hostile-secret", region: "us-east-1") { success error cloudDrive { id } } }`, { e: endpoint, b: bucket }, 120_000);
-    return d.connectCloudDrive.success ? { id: d.connectCloudDrive.cloudDrive.id, ms: Date.now() - started } : { error: d.connectCloudDrive.error, ms: Date.now() - started };
-  } catch (e) {
-    return { error: `${NO_ANSWER}: ${(e as Error).message}`, ms: Date.now() - started };
-  }
-}
+export const connectCloudDrive = (ctx: SoakContext, org: Tenant, endpoint: string, bucket: string) =>
+  connect(ctx, org, "connectCloudDrive", "cloudDrive", `mutation($o: UUID!, $e: String!, $b: String!) { connectCloudDrive(organizationId: $o, endpoint: $e, bucket: $b, prefix: "",
+      accessKeyId: "AKIASOAK", secretAccessKey: "hostile-secret", region: "us-east-1") { success error cloudDrive { id } } }`, { e: endpoint, b: bucket }, 120_000);
 
 export async function syncCloudDrive(ctx: SoakContext, org: Tenant, id: string): Promise<string> {
   const d = await ask(ctx, org, `mutation($o: UUID!, $c: UUID!) { syncCloudDrive(organizationId: $o, cloudDriveId: $c) { success error scanId } }`, { c: id });
