@@ -165,7 +165,7 @@ describe("requestWithPgClient", () => {
       handedOver = Date.now();
       return callback({ query: async ({ text }: { text: string }) => { sent.push(text); return { rows: [] }; } });
     }) as any;
-    const withPgClient = requestWithPgClient(adaptor, share, ["t"], 1000);
+    const withPgClient = requestWithPgClient(adaptor, share, ["t"], 1000, { role: "x", "app.note": "it's" });
     const started = Date.now();
     expect(await withPgClient({ role: "x", "app.note": "it's" }, async () => "done")).toBe("done");
     // One round trip begins the transaction and makes the settings (quotes doubled), then commit.
@@ -201,7 +201,7 @@ describe("requestWithPgClient", () => {
         return { rows: [] };
       },
     })) as any;
-    const withPgClient = requestWithPgClient(adaptor, new ConnectionShare(2), ["t"], 1000);
+    const withPgClient = requestWithPgClient(adaptor, new ConnectionShare(2), ["t"], 1000, { role: "gone" });
     await expect(withPgClient({ role: "gone" }, async () => "never")).rejects.toThrow("role does not exist");
     expect(sent.slice(1)).toEqual(["rollback"]);
   });
@@ -217,7 +217,7 @@ describe("requestWithPgClient", () => {
       },
     };
     const adaptor = (async (_settings: unknown, callback: (c: unknown) => unknown) => callback({ rawClient })) as any;
-    const withPgClient = requestWithPgClient(adaptor, new ConnectionShare(2), ["t"], 1000);
+    const withPgClient = requestWithPgClient(adaptor, new ConnectionShare(2), ["t"], 1000, { role: "x" });
     expect(await withPgClient.statement({ role: "x" }, "select f() as result")).toEqual([{ result: { ok: true } }]);
     expect(sent).toHaveLength(1);
     expect(sent[0]).toMatch(/^begin;\nselect set_config\('role', 'x', true\), set_config\('statement_timeout', '\d+', true\);\nselect f\(\) as result\n;commit$/);
@@ -229,7 +229,7 @@ describe("requestWithPgClient", () => {
 
     // More than one statement (here PostgreSQL would answer five results) is refused and rolled back.
     const five = { query: async (text: string) => { sent.push(text); return [{}, {}, {}, {}, { command: "COMMIT" }]; } };
-    const twice = requestWithPgClient((async (_s: unknown, cb: (c: unknown) => unknown) => cb({ rawClient: five })) as any, new ConnectionShare(2), ["t"], 1000);
+    const twice = requestWithPgClient((async (_s: unknown, cb: (c: unknown) => unknown) => cb({ rawClient: five })) as any, new ConnectionShare(2), ["t"], 1000, { role: "x" });
     sent.length = 0;
     await expect(twice.statement({ role: "x" }, "select 1; select 2")).rejects.toThrow("exactly one statement");
     expect(sent.slice(1)).toEqual(["rollback"]);

@@ -33,7 +33,8 @@ function inTransaction<C extends PgClient>(client: C): C {
 }
 
 /**
- * A request's database access: `withPgClient` as PostGraphile uses it, and
+ * A request's database access: `withPgClient` as PostGraphile uses it (the settings it is handed
+ * are ignored: the access runs with the caller's, given when it was made), and
  * - `statement(settings, text)`: the rows of one statement run as a transaction of its own, its
  *   `begin`, settings and `commit` sent with it in one round trip (the simple protocol: any values
  *   are literals in `text`, see `sqlLiteral`);
@@ -41,7 +42,7 @@ function inTransaction<C extends PgClient>(client: C): C {
  *   bounded by its own timeouts) does not use up the budget.
  */
 export type RequestWithPgClient<C extends PgClient> = WithPgClient<C> & {
-  statement(pgSettings: Record<string, string | undefined> | null, text: string): Promise<Record<string, unknown>[]>;
+  statement(_ignored: unknown, text: string): Promise<Record<string, unknown>[]>;
   outside<T>(work: () => Promise<T>): Promise<T>;
 };
 
@@ -53,10 +54,13 @@ export type RawPgClient = PgClient & { rawClient: Pick<pg.ClientBase, "query"> }
  * each root field on a connection of its own), within the tenant's share, and within one budget
  * of `budgetMs` for the whole request, waits for a connection included: each transaction gets
  * what is left of it as its statement_timeout, so no request holds a connection longer than that
- * in all. `onTimeout` is told when the budget ran out (a timed-out mutation must not be replayed).
+ * in all. Every transaction runs with `pgSettings`, the caller's, whatever settings it is handed, so
+ * nothing that holds the access can act as another. `onTimeout` is told when the budget ran out (a
+ * timed-out mutation must not be replayed).
  */
 export function requestWithPgClient<C extends RawPgClient>(
-  withPgClient: WithPgClient<C>, share: ConnectionShare, tenants: string[], budgetMs: number, onTimeout: () => void = () => {},
+  withPgClient: WithPgClient<C>, share: ConnectionShare, tenants: string[], budgetMs: number,
+  pgSettings: Record<string, string>, onTimeout: () => void = () => {},
 ): RequestWithPgClient<C> {
   let deadline = Date.now() + budgetMs;
   let tail: Promise<unknown> = Promise.resolve();
@@ -65,7 +69,7 @@ export function requestWithPgClient<C extends RawPgClient>(
    * work; given the settings with what is left of the budget as the statement_timeout (measured
    * once the connection is held; 1 ms when none is left, which fails at once).
    */
-  const serially = <T>(pgSettings: Record<string, string | undefined> | null, work: (client: C, settings: string) => Promise<T>): Promise<T> => {
+  const serially = <T>(work: (client: C, settings: string) => Promise<T>): Promise<T> => {
     const run = async (): Promise<T> => {
       // Always in the order given (a user's share before an organization's): no two requests
       // can each hold what the other waits for.
@@ -87,8 +91,8 @@ export function requestWithPgClient<C extends RawPgClient>(
     return result;
   };
   // The transaction is begun and its settings made in one round trip (the adaptor would take two).
-  const request = <T>(pgSettings: Record<string, string | undefined> | null, callback: (client: C) => T | Promise<T>) =>
-    serially(pgSettings, async (client, settings) => {
+  const request = <T>(_ignored: unknown, callback: (client: C) => T | Promise<T>) =>
+    serially(async (client, settings) => {
       try {
         // Inside the try: a settings statement that fails must not leave the connection in an
         // aborted transaction for the next request (a rollback outside one is harmless).
@@ -102,8 +106,8 @@ export function requestWithPgClient<C extends RawPgClient>(
       }
     });
   return Object.assign(request, {
-    statement: (pgSettings: Record<string, string | undefined> | null, text: string) =>
-      serially(pgSettings, async ({ rawClient }, settings) => {
+    statement: (_ignored: unknown, text: string) =>
+      serially(async ({ rawClient }, settings) => {
         try {
           // A failing statement skips the rest (commit included) and leaves the transaction
           // aborted. Each on its own line: a statement's trailing comment cannot swallow `commit`.
@@ -134,11 +138,10 @@ export function requestWithPgClient<C extends RawPgClient>(
  * share of the pool and the request's time budget.
  */
 export interface CallerDb {
-  readonly identity: Identity;
   readonly pgSettings: Record<string, string>;
   /**
-   * The access as PostGraphile takes it (the GraphQL context's `withPgClient`), bound to this
-   * caller's settings: whatever settings it is handed, it runs with `pgSettings`.
+   * The access as PostGraphile takes it (the GraphQL context's `withPgClient`): whatever settings
+   * it is handed, it runs with `pgSettings`.
    */
   readonly withPgClient: RequestWithPgClient<NodePostgresPgClient>;
   /**
@@ -170,20 +173,16 @@ export class Callers {
    */
   open(identity: Identity, organization?: string): CallerDb {
     let timedOut = false;
-    const access = requestWithPgClient(this.adaptor, this.share, tenantsOf(identity, organization), this.budgetMs,
-      () => { timedOut = true; });
     const pgSettings = pgSettingsFor(identity);
-    const withPgClient: RequestWithPgClient<NodePostgresPgClient> = Object.assign(
-      <T>(_settings: unknown, callback: (client: NodePostgresPgClient) => T | Promise<T>) => access(pgSettings, callback),
-      { statement: (_settings: unknown, text: string) => access.statement(pgSettings, text), outside: access.outside });
+    const withPgClient = requestWithPgClient(this.adaptor, this.share, tenantsOf(identity, organization), this.budgetMs, pgSettings,
+      () => { timedOut = true; });
     return {
-      identity,
       pgSettings,
       withPgClient,
       call: async ({ text, values }) => values === undefined
-        ? (await access.statement(pgSettings, text))[0].result
-        : access(pgSettings, async (client) => (await client.query<{ result: unknown }>({ text, values })).rows[0].result),
-      outside: access.outside,
+        ? (await withPgClient.statement(null, text))[0].result
+        : withPgClient(null, async (client) => (await client.query<{ result: unknown }>({ text, values })).rows[0].result),
+      outside: withPgClient.outside,
       get timedOut() { return timedOut; },
     };
   }
