@@ -13,6 +13,7 @@ import { LocalStorage } from "../src/storage/local.js";
 import { StorageNotFound } from "../src/storage/storage.js";
 import { taskList } from "../worker/tasks.js";
 import { startHarness, type Harness } from "./helpers/harness.js";
+import { until } from "./helpers/until.js";
 
 const run = promisify(execFile);
 const SAMPLE_A = path.resolve("data/samples/processor/processor_balance_sample.csv");
@@ -36,8 +37,16 @@ async function organization(): Promise<{ id: string; name: string }> {
 }
 
 const silent = new Logger(() => () => {});
-/** A worker in this process that runs every job due, then returns. */
-const work = () => runOnce({ pgPool: h.owner, taskList, logger: silent, noHandleSignals: true });
+/**
+ * A worker in this process that runs every job due, then returns once those jobs have left the
+ * queue: graphile-worker's runOnce can return before the last job's completion (which it does not
+ * wait for) has committed.
+ */
+async function work(): Promise<void> {
+  await runOnce({ pgPool: h.owner, taskList, logger: silent, noHandleSignals: true });
+  await until("the jobs run to leave the queue", async () => (await h.owner.query(
+    "select 1 from graphile_worker.jobs where locked_at is not null or (run_at <= now() and attempts = 0)")).rowCount === 0);
+}
 
 async function addJob(payload: Record<string, unknown>): Promise<string> {
   const { rows: [j] } = await h.owner.query("select (graphile_worker.add_job('import_processor_balance', $1::json)).id::text as id", [JSON.stringify(payload)]);
@@ -139,9 +148,9 @@ describe("the import_processor_balance job", () => {
     // A real worker process (`npm run worker`), killed with its whole process group once it posts.
     const first = startWorker("doomed-worker");
     try {
-      await until(async () => (await h.owner.query(
+      await until("the first worker to start posting", async () => (await h.owner.query(
         `select 1 from pg_stat_activity where application_name = 'doomed-worker' and state = 'active'
-            and query like '%processor_import_post%'`)).rowCount === 1, 120_000, "the first worker to start posting");
+            and query like '%processor_import_post%'`)).rowCount === 1, 120_000);
       process.kill(-first.pid!, "SIGKILL");
     } finally {
       await first.exited;
@@ -156,7 +165,7 @@ describe("the import_processor_balance job", () => {
 
     const second = startWorker("second-worker");
     try {
-      await until(async () => (await jobResults(jobId)).length > 0, 240_000, "the second worker to finish the job");
+      await until("the second worker to finish the job", async () => (await jobResults(jobId)).length > 0, 240_000);
     } finally {
       process.kill(-second.pid!, "SIGTERM");
       await second.exited;
@@ -183,10 +192,3 @@ function startWorker(applicationName: string): { pid: number | undefined; exited
   return { pid: child.pid, exited: child.exitCode !== null ? Promise.resolve() : once(child, "exit") };
 }
 
-async function until(check: () => Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${what}.`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
