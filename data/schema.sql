@@ -241,14 +241,17 @@ table app_public.journal_entries (row-level security, forced)
   column total_amount numeric(20,2) not null
   column voided_at timestamp with time zone  grants: accounting_visitor: UPDATE
   column created timestamp with time zone not null default now()
+  column reverses_entry_id uuid
   constraint journal_entries_organization_id_event_id_fkey FOREIGN KEY (organization_id, event_id) REFERENCES app_public.ledger_events(organization_id, id) ON DELETE CASCADE
   constraint journal_entries_organization_id_id_key UNIQUE (organization_id, id)
   constraint journal_entries_pkey PRIMARY KEY (id)
+  constraint journal_entries_reverses_fkey FOREIGN KEY (organization_id, reverses_entry_id) REFERENCES app_public.journal_entries(organization_id, id) ON DELETE CASCADE
   constraint journal_entries_total_amount_check CHECK ((total_amount > (0)::numeric))
   CREATE INDEX journal_entries_event_idx ON app_public.journal_entries USING btree (event_id)
-  CREATE UNIQUE INDEX journal_entries_live_key ON app_public.journal_entries USING btree (event_id) WHERE (voided_at IS NULL)
+  CREATE UNIQUE INDEX journal_entries_live_key ON app_public.journal_entries USING btree (event_id) WHERE ((voided_at IS NULL) AND (reverses_entry_id IS NULL))
   CREATE UNIQUE INDEX journal_entries_organization_id_id_key ON app_public.journal_entries USING btree (organization_id, id)
   CREATE UNIQUE INDEX journal_entries_pkey ON app_public.journal_entries USING btree (id)
+  CREATE UNIQUE INDEX journal_entries_reversal_key ON app_public.journal_entries USING btree (reverses_entry_id) WHERE (reverses_entry_id IS NOT NULL)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT; reporting_reader: SELECT
 
 table app_public.journal_lines (row-level security, forced)
@@ -322,6 +325,7 @@ table app_public.ledger_events (row-level security, forced)
   column source text not null default 'manual'::text
   column import_batch_id uuid
   column source_id text
+  column reversal_entry_id uuid  grants: accounting_visitor: UPDATE
   constraint ledger_events_direction_check CHECK ((direction = ANY (ARRAY['in'::text, 'out'::text])))
   constraint ledger_events_event_type_check CHECK ((event_type = ANY (ARRAY['expense'::text, 'income'::text, 'transfer'::text, 'refund'::text])))
   constraint ledger_events_functional_amount_check CHECK ((functional_amount > (0)::numeric))
@@ -336,6 +340,7 @@ table app_public.ledger_events (row-level security, forced)
   constraint ledger_events_organization_id_payment_account_id_fkey FOREIGN KEY (organization_id, payment_account_id) REFERENCES app_public.accounts(organization_id, id)
   constraint ledger_events_organization_id_tax_account_id_fkey FOREIGN KEY (organization_id, tax_account_id) REFERENCES app_public.accounts(organization_id, id)
   constraint ledger_events_pkey PRIMARY KEY (id)
+  constraint ledger_events_reversal_entry_fkey FOREIGN KEY (organization_id, reversal_entry_id) REFERENCES app_public.journal_entries(organization_id, id) DEFERRABLE INITIALLY DEFERRED
   constraint ledger_events_source_check CHECK ((source = ANY (ARRAY['manual'::text, 'bank_import'::text, 'processor_import'::text])))
   constraint ledger_events_source_id_check CHECK (((length(source_id) >= 1) AND (length(source_id) <= 300)))
   constraint ledger_events_status_check CHECK ((status = ANY (ARRAY['needs_review'::text, 'confirmed'::text, 'synced'::text, 'reconciled'::text, 'pending'::text, 'ignored'::text])))
@@ -374,7 +379,18 @@ table app_public.organizations (row-level security, forced)
   column functional_currency text not null default 'CAD'::text
   column created timestamp with time zone not null default now()
   column date_order text not null default 'auto'::text  grants: accounting_visitor: UPDATE
+  column lock_date date  grants: accounting_visitor: UPDATE
+  column fiscal_year_start text not null default '01-01'::text  grants: accounting_visitor: UPDATE
   constraint organizations_date_order_check CHECK ((date_order = ANY (ARRAY['auto'::text, 'DMY'::text, 'MDY'::text])))
+  constraint organizations_fiscal_year_start_check CHECK (((fiscal_year_start ~ '^(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$'::text) AND ((substr(fiscal_year_start, 4))::integer <=
+CASE substr(fiscal_year_start, 1, 2)
+    WHEN '02'::text THEN 28
+    WHEN '04'::text THEN 30
+    WHEN '06'::text THEN 30
+    WHEN '09'::text THEN 30
+    WHEN '11'::text THEN 30
+    ELSE 31
+END)))
   constraint organizations_functional_currency_check CHECK ((functional_currency ~ '^[A-Z]{3}$'::text))
   constraint organizations_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 200)))
   constraint organizations_pkey PRIMARY KEY (id)
@@ -489,6 +505,45 @@ table app_public.receipts (row-level security, forced)
   CREATE UNIQUE INDEX receipts_pkey ON app_public.receipts USING btree (id)
   CREATE UNIQUE INDEX receipts_sha256_key ON app_public.receipts USING btree (organization_id, sha256)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT
+
+table app_public.reconciliation_clearings (row-level security, forced)
+  column event_id uuid not null
+  column organization_id uuid not null
+  column reconciliation_id uuid not null
+  constraint reconciliation_clearings_organization_id_event_id_fkey FOREIGN KEY (organization_id, event_id) REFERENCES app_public.ledger_events(organization_id, id) ON DELETE CASCADE
+  constraint reconciliation_clearings_organization_id_reconciliation_id_fkey FOREIGN KEY (organization_id, reconciliation_id) REFERENCES app_public.reconciliations(organization_id, id) ON DELETE CASCADE
+  constraint reconciliation_clearings_pkey PRIMARY KEY (event_id)
+  CREATE INDEX reconciliation_clearings_reconciliation_idx ON app_public.reconciliation_clearings USING btree (reconciliation_id)
+  CREATE UNIQUE INDEX reconciliation_clearings_pkey ON app_public.reconciliation_clearings USING btree (event_id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: DELETE, INSERT, SELECT; reporting_reader: SELECT
+
+table app_public.reconciliations (row-level security, forced)
+  column id uuid not null default app_private.uuid_v7()
+  column organization_id uuid not null
+  column payment_account_id uuid not null
+  column statement_date date not null
+  column opening_balance numeric(20,2) not null
+  column closing_balance numeric(20,2) not null
+  column cleared_balance numeric(20,2)  grants: accounting_visitor: UPDATE
+  column status text not null default 'open'::text  grants: accounting_visitor: UPDATE
+  column previous_id uuid
+  column created timestamp with time zone not null default now()
+  column completed_at timestamp with time zone  grants: accounting_visitor: UPDATE
+  column undone_at timestamp with time zone  grants: accounting_visitor: UPDATE
+  constraint reconciliations_completed_at CHECK ((((status = 'open'::text) = (completed_at IS NULL)) OR (status = 'undone'::text)))
+  constraint reconciliations_completed_difference CHECK (((status <> 'completed'::text) OR (cleared_balance = closing_balance)))
+  constraint reconciliations_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint reconciliations_organization_id_id_key UNIQUE (organization_id, id)
+  constraint reconciliations_organization_id_payment_account_id_fkey FOREIGN KEY (organization_id, payment_account_id) REFERENCES app_public.accounts(organization_id, id)
+  constraint reconciliations_organization_id_previous_id_fkey FOREIGN KEY (organization_id, previous_id) REFERENCES app_public.reconciliations(organization_id, id)
+  constraint reconciliations_pkey PRIMARY KEY (id)
+  constraint reconciliations_status_check CHECK ((status = ANY (ARRAY['open'::text, 'completed'::text, 'undone'::text])))
+  CREATE INDEX reconciliations_account_idx ON app_public.reconciliations USING btree (organization_id, payment_account_id, created DESC, id DESC)
+  CREATE UNIQUE INDEX reconciliations_chain_key ON app_public.reconciliations USING btree (organization_id, payment_account_id, COALESCE(previous_id, '00000000-0000-0000-0000-000000000000'::uuid)) WHERE (status <> 'undone'::text)
+  CREATE UNIQUE INDEX reconciliations_open_key ON app_public.reconciliations USING btree (organization_id, payment_account_id) WHERE (status = 'open'::text)
+  CREATE UNIQUE INDEX reconciliations_organization_id_id_key ON app_public.reconciliations USING btree (organization_id, id)
+  CREATE UNIQUE INDEX reconciliations_pkey ON app_public.reconciliations USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT; reporting_reader: SELECT
 
 table app_public.sales_tax_codes
   column code text not null
@@ -638,10 +693,11 @@ view reporting.general_ledger with (security_invoker=true) as
     e.merchant_name,
     e.memo,
     e.event_type,
-    e.status AS event_status
+    e.status AS event_status,
+    j.reverses_entry_id
    FROM (((app_public.journal_lines l
      JOIN app_public.journal_entries j ON (((j.id = l.entry_id) AND (j.voided_at IS NULL))))
-     JOIN app_public.ledger_events e ON (((e.id = j.event_id) AND (e.status = ANY (ARRAY['confirmed'::text, 'synced'::text, 'reconciled'::text])))))
+     JOIN app_public.ledger_events e ON ((e.id = j.event_id)))
      JOIN app_public.accounts a ON ((a.id = l.account_id)))
   WHERE (NOT l.voided);
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
@@ -662,6 +718,35 @@ view reporting.income_statement_monthly with (security_invoker=true) as
   WHERE (a.classification = ANY (ARRAY['revenue'::text, 'expense'::text]))
   GROUP BY t.organization_id, (date_trunc('month'::text, (t.day)::timestamp with time zone)), a.id, a.name, a.classification
  HAVING ((sum(t.debit) <> (0)::numeric) OR (sum(t.credit) <> (0)::numeric));
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; reporting_reader: SELECT
+
+view reporting.reconciliations with (security_invoker=true) as
+ SELECT r.id,
+    r.organization_id,
+    r.payment_account_id,
+    a.name AS payment_account_name,
+    r.statement_date,
+    r.opening_balance,
+    r.closing_balance,
+    (
+        CASE
+            WHEN (r.status = 'open'::text) THEN app_private.reconciliation_cleared_balance(r.*)
+            ELSE r.cleared_balance
+        END)::numeric(20,2) AS cleared_balance,
+    ((r.closing_balance -
+        CASE
+            WHEN (r.status = 'open'::text) THEN app_private.reconciliation_cleared_balance(r.*)
+            ELSE r.cleared_balance
+        END))::numeric(20,2) AS difference,
+    ( SELECT count(*) AS count
+           FROM app_public.reconciliation_clearings c
+          WHERE (c.reconciliation_id = r.id)) AS cleared_events,
+    r.status,
+    r.created,
+    r.completed_at,
+    r.undone_at
+   FROM (app_public.reconciliations r
+     JOIN app_public.accounts a ON ((a.id = r.payment_account_id)));
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; reporting_reader: SELECT
 
 view reporting.trial_balance with (security_invoker=true) as
@@ -785,6 +870,13 @@ CREATE OR REPLACE FUNCTION app_private.api_key_json(id uuid, label text, prefix 
  STABLE
 AS $function$ select jsonb_build_object('id', id, 'label', label, 'prefix', prefix, 'created', app_private.iso(created),
      'lastUsedAt', app_private.iso(last_used_at), 'revokedAt', app_private.iso(revoked_at)) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.as_of_date(as_of text)
+ RETURNS date
+ LANGUAGE sql
+ STABLE
+AS $function$ select case when as_of is null then current_date else app_private.parse_date(as_of, 'asOf must be a date in YYYY-MM-DD format.') end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.assert_org_access(org uuid, admin boolean DEFAULT false)
@@ -1155,6 +1247,20 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.check_lock_date(org uuid, day date)
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare v_lock date;
+begin
+  select o.lock_date into v_lock from app_public.organizations o where o.id = org;
+  if day <= v_lock then
+    perform app_private.fail(format('The books are locked through %s.', to_char(v_lock, 'YYYY-MM-DD')));
+  end if;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.check_payment_account(account uuid)
  RETURNS void
  LANGUAGE plpgsql
@@ -1290,6 +1396,49 @@ CREATE OR REPLACE FUNCTION app_private.clean_text(t text)
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$ select btrim(normalize(t, NFC)) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.closing_balances(org uuid, as_of date)
+ RETURNS TABLE(account_id uuid, account_name text, classification text, net_debit numeric)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  with year_start as (
+    select app_private.fiscal_year_start(o.fiscal_year_start, as_of) as day from app_public.organizations o where o.id = org
+  ),
+  sums as (
+    select t.account_id,
+           sum(t.debit - t.credit) as all_time,
+           sum(t.debit - t.credit) filter (where t.day >= (select day from year_start)) as this_year
+      from app_public.account_daily_totals t
+     where t.organization_id = org and t.day <= as_of
+     group by t.account_id
+  ),
+  accounts as (
+    select a.id, a.name, a.classification, a.account_type,
+           case when a.classification in ('revenue', 'expense') then coalesce(s.this_year, 0) else s.all_time end as net_debit,
+           case when a.classification in ('revenue', 'expense') then s.all_time - coalesce(s.this_year, 0) else 0 end as earlier_years
+      from sums s join app_public.accounts a on a.id = s.account_id
+  ),
+  retained as (
+    select a.id from app_public.accounts a
+     where a.organization_id = org and a.account_type = 'retained_earnings'
+     order by a.active desc, a.created, a.id limit 1
+  ),
+  earlier as (select coalesce(sum(earlier_years), 0) as net_debit from accounts)
+  select x.id, x.name, x.classification, sum(x.net_debit) from (
+    select a.id, a.name, a.classification, a.net_debit from accounts a
+    union all
+    -- Earlier years' earnings close into retained earnings.
+    select r.id, coalesce(a.name, 'Retained Earnings'), 'equity', e.net_debit
+      from earlier e
+      left join retained r on true
+      left join app_public.accounts a on a.id = r.id
+     where e.net_debit <> 0
+  ) x
+  group by x.id, x.name, x.classification
+  having sum(x.net_debit) <> 0
+$function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.cloud_drive_settings(organization_id uuid, endpoint text, bucket text, prefix text, access_key_id text, region text)
@@ -1683,6 +1832,17 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.fiscal_year_start(fiscal_year_start text, as_of date)
+ RETURNS date
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select case when s <= as_of then s else (s - interval '1 year')::date end
+    from (select make_date(extract(year from as_of)::integer, substr(fiscal_year_start, 1, 2)::integer,
+                           substr(fiscal_year_start, 4, 2)::integer) as s) x
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.forget_worker_pools(pool_ids text[])
  RETURNS void
  LANGUAGE sql
@@ -1921,6 +2081,10 @@ AS $function$
     'journalEntry', case when j.id is null then null else jsonb_build_object('id', j.id,
         'txnDate', to_char(j.txn_date, 'YYYY-MM-DD'), 'totalAmount', app_private.money(j.total_amount),
         'voidedAt', app_private.iso(j.voided_at)) end,
+    'reversalEntry', (select jsonb_build_object('id', r.id, 'txnDate', to_char(r.txn_date, 'YYYY-MM-DD'),
+        'totalAmount', app_private.money(r.total_amount), 'voidedAt', app_private.iso(r.voided_at))
+        from app_public.journal_entries r where r.id = e.reversal_entry_id),
+    'cleared', exists (select 1 from app_public.reconciliation_clearings k where k.event_id = e.id),
     'receipts', app_private.event_receipts(e.id),
     'source', e.source, 'importBatchId', e.import_batch_id, 'reference', e.reference,
     'created', app_private.iso(e.created), 'updated', app_private.iso(e.updated))
@@ -2050,6 +2214,18 @@ AS $function$
      limit greatest(1, least(coalesce("limit", 50), 1000))) x
 $function$
 -- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.lock_reconciliation(reconciliation_id uuid)
+ RETURNS app_public.reconciliations
+ LANGUAGE plpgsql
+AS $function$
+declare r app_public.reconciliations;
+begin
+  select * into r from app_public.reconciliations x where x.id = reconciliation_id for update;
+  if not found then perform app_private.fail('Reconciliation not found.', 'AP404'); end if;
+  return r;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.mailbox_settings(organization_id uuid, host text, port integer, secure boolean, username text, folder text)
  RETURNS jsonb
@@ -2253,6 +2429,14 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.organization_settings_json(o app_public.organizations)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select jsonb_build_object('id', o.id, 'name', o.name, 'functionalCurrency', o.functional_currency, 'dateOrder', o.date_order,
+     'lockDate', to_char(o.lock_date, 'YYYY-MM-DD'), 'fiscalYearStart', o.fiscal_year_start) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.page_offset(off integer)
  RETURNS integer
  LANGUAGE plpgsql
@@ -2301,6 +2485,18 @@ begin
   end if;
   if v = 0 and not allow_zero then perform app_private.fail(message); end if;
   return v;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.parse_balance(balance text, message text)
+ RETURNS numeric
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare s text := btrim(balance);
+begin
+  if s like '-%' then return -app_private.parse_amount(substr(s, 2), message, true); end if;
+  return app_private.parse_amount(s, message, true);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -2380,7 +2576,7 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.post_journal_entries(event_ids uuid[])
+CREATE OR REPLACE FUNCTION app_private.post_journal_entries(event_ids uuid[], posting_date date DEFAULT NULL::date)
  RETURNS TABLE(event_id uuid, entry_id uuid)
  LANGUAGE plpgsql
 AS $function$
@@ -2390,14 +2586,14 @@ begin
   return query
   with entries as (
     insert into app_public.journal_entries (id, organization_id, event_id, txn_date, total_amount)
-      select e.journal_entry_id, e.organization_id, e.id, e.transaction_date, e.functional_amount
+      select e.journal_entry_id, e.organization_id, e.id, coalesce(posting_date, e.transaction_date), e.functional_amount
         from app_public.ledger_events e where e.id = any (event_ids) order by e.journal_entry_id
-      returning journal_entries.event_id, journal_entries.id
+      returning journal_entries.event_id, journal_entries.id, journal_entries.txn_date
   ),
   lines as (
     -- out: debit category (+ tax), credit payment; in: debit payment, credit category (+ tax).
     insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit)
-      select e.organization_id, n.id, l.account_id, e.transaction_date,
+      select e.organization_id, n.id, l.account_id, n.txn_date,
              case when l.debit_side then l.amount else 0 end, case when l.debit_side then 0 else l.amount end
         from entries n
         join app_public.ledger_events e on e.id = n.event_id
@@ -3010,6 +3206,38 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.reconciliation_cleared_balance(r app_public.reconciliations)
+ RETURNS numeric
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select r.opening_balance + coalesce(sum(case when e.direction = 'in' then e.functional_amount else -e.functional_amount end
+           * case when a.classification = 'liability' then -1 else 1 end), 0)
+    from app_public.reconciliation_clearings c
+    join app_public.ledger_events e on e.id = c.event_id and e.status in ('confirmed', 'synced', 'reconciled')
+    join app_public.accounts a on a.id = r.payment_account_id
+   where c.reconciliation_id = r.id
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE; reporting_reader: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.reconciliation_json(r app_public.reconciliations)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select jsonb_build_object('id', r.id,
+    'paymentAccount', (select jsonb_build_object('id', a.id, 'name', a.name) from app_public.accounts a where a.id = r.payment_account_id),
+    'statementDate', to_char(r.statement_date, 'YYYY-MM-DD'),
+    'openingBalance', app_private.money(r.opening_balance), 'closingBalance', app_private.money(r.closing_balance),
+    'clearedBalance', app_private.money(b.cleared), 'difference', app_private.money(r.closing_balance - b.cleared),
+    'clearedCount', (select count(*) from app_public.reconciliation_clearings c where c.reconciliation_id = r.id),
+    'status', r.status, 'created', app_private.iso(r.created), 'completedAt', app_private.iso(r.completed_at),
+    'undoneAt', app_private.iso(r.undone_at))
+    from (select case when r.status = 'open' then app_private.reconciliation_cleared_balance(r)
+                      else r.cleared_balance end as cleared) b
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.record_cloud_drive_object(organization_id uuid, receipt_source_id uuid, object_key text, etag text, outcome text)
  RETURNS void
  LANGUAGE sql
@@ -3570,6 +3798,29 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.tg_journal_lines__locked()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare
+  v_lock date;
+begin
+  perform 1 from app_public.organizations o where o.id in (select distinct l.organization_id from changed_rows l)
+   order by o.id for share;
+  select o.lock_date into v_lock
+    from app_public.organizations o
+    join (select l.organization_id, min(l.txn_date) as first_day from changed_rows l group by 1) l on l.organization_id = o.id
+   where l.first_day <= o.lock_date
+   limit 1;
+  if v_lock is not null then
+    perform app_private.fail(format('The books are locked through %s.', to_char(v_lock, 'YYYY-MM-DD')));
+  end if;
+  return null;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.tg_journal_lines__same_transaction()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -3665,6 +3916,7 @@ declare
       'tax_account_id', case when o.tax_account_id is distinct from n.tax_account_id then jsonb_build_object('old', o.tax_account_id, 'new', n.tax_account_id) end,
       'tax_code', case when o.tax_code is distinct from n.tax_code then jsonb_build_object('old', o.tax_code, 'new', n.tax_code) end,
       'journal_entry_id', case when o.journal_entry_id is distinct from n.journal_entry_id then jsonb_build_object('old', o.journal_entry_id, 'new', n.journal_entry_id) end,
+      'reversal_entry_id', case when o.reversal_entry_id is distinct from n.reversal_entry_id then jsonb_build_object('old', o.reversal_entry_id, 'new', n.reversal_entry_id) end,
       'reference', case when o.reference is distinct from n.reference then jsonb_build_object('old', o.reference, 'new', n.reference) end,
       'backfill_id', case when o.backfill_id is distinct from n.backfill_id then jsonb_build_object('old', o.backfill_id, 'new', n.backfill_id) end,
       'source', case when o.source is distinct from n.source then jsonb_build_object('old', o.source, 'new', n.source) end,
@@ -3715,6 +3967,34 @@ begin
       on conflict (organization_id, day, status) do update set n = t.n + excluded.n;
   end if;
   return null;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__reconciled()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+begin
+  if tg_op = 'DELETE' then
+    if exists (select 1 from old_rows o where o.status = 'reconciled'
+                 and exists (select 1 from app_public.organizations g where g.id = o.organization_id)) then
+      perform app_private.fail('Event is reconciled.');
+    end if;
+    return null;
+  end if;
+  if (new.organization_id, new.event_type, new.direction, new.merchant_name, new.functional_amount, new.functional_currency,
+      new.transaction_date, new.memo, new.category_id, new.payment_account_id, new.tax_amount, new.tax_account_id,
+      new.tax_code, new.journal_entry_id, new.reference)
+     is distinct from
+     (old.organization_id, old.event_type, old.direction, old.merchant_name, old.functional_amount, old.functional_currency,
+      old.transaction_date, old.memo, old.category_id, old.payment_account_id, old.tax_amount, old.tax_account_id,
+      old.tax_code, old.journal_entry_id, old.reference)
+     or new.status not in ('reconciled', 'confirmed', 'ignored') then
+    perform app_private.fail('Event is reconciled.');
+  end if;
+  return new;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -3810,6 +4090,16 @@ exception when others then
   return null;
 end $function$
 -- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.unclear_event(event_id uuid)
+ RETURNS void
+ LANGUAGE sql
+AS $function$
+  delete from app_public.reconciliation_clearings c
+   using app_public.reconciliations r
+   where c.event_id = unclear_event.event_id and r.id = c.reconciliation_id and r.status = 'open'
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.unlink_receipt(r app_public.receipts, new_status text)
  RETURNS void
@@ -4021,8 +4311,9 @@ CREATE OR REPLACE FUNCTION app_private.webhook_event_types()
  RETURNS text[]
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
-AS $function$ select array['ledger_event.created', 'ledger_event.confirmed', 'ledger_event.rejected', 'bank_import.completed',
-                'processor_import.completed', 'receipt.received', 'receipt.matched', 'receipt.unmatched'] $function$
+AS $function$ select array['ledger_event.created', 'ledger_event.confirmed', 'ledger_event.rejected', 'ledger_event.reversed',
+                'bank_import.completed', 'processor_import.completed', 'receipt.received', 'receipt.matched',
+                'receipt.unmatched', 'reconciliation.completed'] $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.webhook_retry_delay(attempts integer, base interval)
@@ -4082,6 +4373,43 @@ begin
   end if;
   perform app_private.link_receipt(r, e);
   return jsonb_build_object('success', true, 'error', null, 'receiptId', r.id);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.balance_sheet(organization_id uuid, as_of text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_as_of date;
+  r jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  v_as_of := app_private.as_of_date(as_of);
+  with b as (
+    select account_id, account_name, classification,
+           case when classification = 'asset' then net_debit else -net_debit end as balance
+      from app_private.closing_balances(balance_sheet.organization_id, v_as_of)
+  ),
+  line as (
+    select classification, jsonb_agg(jsonb_build_object('accountId', account_id, 'accountName', account_name,
+             'balance', app_private.money(balance)) order by lower(account_name), account_id) as lines, sum(balance) as total
+      from b where classification in ('asset', 'liability', 'equity') group by classification
+  )
+  select jsonb_build_object('asOf', to_char(v_as_of, 'YYYY-MM-DD'),
+      'fiscalYearStart', to_char(app_private.fiscal_year_start(o.fiscal_year_start, v_as_of), 'YYYY-MM-DD'),
+      'assets', coalesce((select lines from line where classification = 'asset'), '[]'::jsonb),
+      'liabilities', coalesce((select lines from line where classification = 'liability'), '[]'::jsonb),
+      'equity', coalesce((select lines from line where classification = 'equity'), '[]'::jsonb),
+      'totalAssets', app_private.money(coalesce((select total from line where classification = 'asset'), 0)),
+      'totalLiabilities', app_private.money(coalesce((select total from line where classification = 'liability'), 0)),
+      'totalEquity', app_private.money(coalesce((select total from line where classification = 'equity'), 0)),
+      -- Revenue less expenses since the fiscal year began (credit-normal, as equity is).
+      'currentYearEarnings', app_private.money(coalesce((select sum(balance) from b where classification in ('revenue', 'expense')), 0)))
+    into r
+    from app_public.organizations o where o.id = balance_sheet.organization_id;
+  return r;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -4171,13 +4499,46 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_public.confirm_ledger_event(organization_id uuid, event_id uuid)
+CREATE OR REPLACE FUNCTION app_public.complete_reconciliation(organization_id uuid, reconciliation_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  r app_public.reconciliations;
+  v_cleared numeric;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  perform set_config('app.audit_action', 'reconcile', true);
+  r := app_private.lock_reconciliation(reconciliation_id);
+  if r.status = 'completed' then perform app_private.fail('Reconciliation is already completed.'); end if;
+  if r.status <> 'open' then perform app_private.fail(format('Reconciliation is %s.', r.status)); end if;
+  v_cleared := app_private.reconciliation_cleared_balance(r);
+  if v_cleared <> r.closing_balance then
+    perform app_private.fail(format('The difference must be 0.00 to complete the reconciliation; it is %s.',
+      app_private.money(r.closing_balance - v_cleared)));
+  end if;
+  -- Ticks of events rejected or reversed since are not part of it.
+  delete from app_public.reconciliation_clearings c
+   using app_public.ledger_events e
+   where c.reconciliation_id = r.id and e.id = c.event_id and e.status not in ('confirmed', 'synced');
+  update app_public.ledger_events e set status = 'reconciled'
+    from app_public.reconciliation_clearings c
+   where c.reconciliation_id = r.id and e.id = c.event_id;
+  update app_public.reconciliations x set status = 'completed', cleared_balance = v_cleared, completed_at = now()
+   where x.id = r.id returning * into r;
+  perform app_private.record_webhook_event(organization_id, 'reconciliation.completed', r.id, app_private.reconciliation_json(r));
+  return jsonb_build_object('success', true, 'error', null, 'reconciliation', app_private.reconciliation_json(r));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.confirm_ledger_event(organization_id uuid, event_id uuid, posting_date text DEFAULT NULL::text)
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
 declare
   e app_public.ledger_events;
   v_entry uuid;
+  v_date date;
 begin
   perform app_private.assert_org_access(organization_id, false);
   perform set_config('app.audit_action', 'confirm', true);
@@ -4196,7 +4557,10 @@ begin
   perform app_private.check_payment_account(e.payment_account_id);
   if coalesce(e.tax_amount, 0) > 0 then perform app_private.check_tax_account(e.tax_account_id); end if;
   if coalesce(e.tax_amount, 0) >= e.functional_amount then perform app_private.fail('Tax amount must be less than the amount.'); end if;
-  select p.entry_id into v_entry from app_private.post_journal_entries(array[e.id]) p;
+  v_date := case when posting_date is null then e.transaction_date
+                 else app_private.parse_date(posting_date, 'Posting date must be a date in YYYY-MM-DD format.') end;
+  perform app_private.check_lock_date(organization_id, v_date);
+  select p.entry_id into v_entry from app_private.post_journal_entries(array[e.id], v_date) p;
   perform app_private.record_webhook_event(organization_id, 'ledger_event.confirmed', e.id);
   return jsonb_build_object('success', true, 'error', null, 'eventId', e.id, 'journalEntryId', v_entry);
 end $function$
@@ -4779,7 +5143,7 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_public.list_ledger_events(organization_id uuid, status jsonb DEFAULT NULL::jsonb, has_document boolean DEFAULT NULL::boolean, since_days integer DEFAULT NULL::integer, date_from text DEFAULT NULL::text, date_to text DEFAULT NULL::text, amount_min text DEFAULT NULL::text, amount_max text DEFAULT NULL::text, account_ids jsonb DEFAULT NULL::jsonb, category_ids jsonb DEFAULT NULL::jsonb, payment_account_ids jsonb DEFAULT NULL::jsonb, search text DEFAULT NULL::text, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer, sort_by text DEFAULT NULL::text, sort_dir text DEFAULT NULL::text)
+CREATE OR REPLACE FUNCTION app_public.list_ledger_events(organization_id uuid, status jsonb DEFAULT NULL::jsonb, has_document boolean DEFAULT NULL::boolean, since_days integer DEFAULT NULL::integer, date_from text DEFAULT NULL::text, date_to text DEFAULT NULL::text, amount_min text DEFAULT NULL::text, amount_max text DEFAULT NULL::text, account_ids jsonb DEFAULT NULL::jsonb, category_ids jsonb DEFAULT NULL::jsonb, payment_account_ids jsonb DEFAULT NULL::jsonb, search text DEFAULT NULL::text, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer, sort_by text DEFAULT NULL::text, sort_dir text DEFAULT NULL::text, reconciliation_id uuid DEFAULT NULL::uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
  STABLE
@@ -4803,6 +5167,7 @@ declare
   v_where text := '';
   v_total bigint;
   v_items jsonb;
+  v_reconciliation app_public.reconciliations;
 begin
   perform app_private.assert_org_access(organization_id, false);
   perform app_private.check_sort_by(sort_by, array['transactionDate', 'functionalAmount', 'merchantName', 'status', 'created']);
@@ -4861,8 +5226,20 @@ begin
     v_where := v_where || ' and (e.merchant_name ilike $11 or (e.has_memo and app_private.memo_matches(e.id, $11)))';
   end if;
 
+  if reconciliation_id is not null then
+    select * into v_reconciliation from app_public.reconciliations r where r.id = list_ledger_events.reconciliation_id;
+    if not found then perform app_private.fail('Reconciliation not found.', 'AP404'); end if;
+    -- An open one: the account's confirmed events up to the statement date, and those it ticked;
+    -- a completed one: those it cleared (docs/api.md, Closing a period).
+    v_where := v_where || case when v_reconciliation.status = 'open' then
+      ' and e.payment_account_id = ($14).payment_account_id and e.transaction_date <= ($14).statement_date
+        and (e.status in (''confirmed'', ''synced'')
+             or exists (select 1 from app_public.reconciliation_clearings k where k.event_id = e.id and k.reconciliation_id = ($14).id))'
+      else ' and exists (select 1 from app_public.reconciliation_clearings k where k.event_id = e.id and k.reconciliation_id = ($14).id)' end;
+  end if;
+
   -- The total: from the per-day status counts when only status and dates filter, else counted.
-  if has_document is null and v_min is null and v_max is null and v_accounts is null and v_categories is null
+  if reconciliation_id is null and has_document is null and v_min is null and v_max is null and v_accounts is null and v_categories is null
      and v_payments is null and v_pattern is null then
     select coalesce(sum(c.n), 0) into v_total from app_public.ledger_event_daily_counts c
      where c.organization_id = list_ledger_events.organization_id
@@ -4871,7 +5248,8 @@ begin
   else
     execute 'select count(*) from app_public.ledger_events e where e.organization_id = $1' || v_where
       into v_total
-      using organization_id, v_status, v_from, v_to, has_document, v_min, v_max, v_accounts, v_categories, v_payments, v_pattern;
+      using organization_id, v_status, v_from, v_to, has_document, v_min, v_max, v_accounts, v_categories, v_payments, v_pattern,
+            null::integer, null::integer, v_reconciliation;
   end if;
 
   -- The page, in one statement: ids in total order, then each event with its accounts and entry.
@@ -4892,7 +5270,7 @@ begin
   $q$, v_where, v_order, v_dir)
     into v_items
     using organization_id, v_status, v_from, v_to, has_document, v_min, v_max, v_accounts, v_categories, v_payments,
-          v_pattern, v_limit, v_offset;
+          v_pattern, v_limit, v_offset, v_reconciliation;
   return jsonb_build_object('items', v_items, 'totalCount', v_total, 'pageSize', v_limit, 'offset', v_offset);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -4956,6 +5334,29 @@ begin
       'items', coalesce((select jsonb_agg(app_private.receipt_json(page.r, e) order by page.rn)
                            from page left join app_public.ledger_events e on e.id = (page.r).event_id), '[]'::jsonb),
       'totalCount', (select count(*) from f), 'pageSize', lim, 'offset', off));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.list_reconciliations(organization_id uuid, payment_account_id uuid, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_limit integer := app_private.page_size("limit");
+  v_offset integer := app_private.page_offset("offset");
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  return jsonb_build_object(
+    'items', coalesce((select jsonb_agg(app_private.reconciliation_json(p) order by p.created desc, p.id desc)
+       from (select * from app_public.reconciliations x
+              where x.organization_id = list_reconciliations.organization_id
+                and x.payment_account_id = list_reconciliations.payment_account_id
+              order by x.created desc, x.id desc limit v_limit offset v_offset) p), '[]'::jsonb),
+    'totalCount', (select count(*) from app_public.reconciliations x
+                    where x.organization_id = list_reconciliations.organization_id
+                      and x.payment_account_id = list_reconciliations.payment_account_id),
+    'pageSize', v_limit, 'offset', v_offset);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -5145,12 +5546,16 @@ begin
   perform set_config('app.audit_action', 'reject', true);
   select * into e from app_public.ledger_events x where x.id = event_id for update;
   if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
+  if e.reversal_entry_id is not null then perform app_private.fail('Event is already reversed.'); end if;
   if e.status = 'ignored' then perform app_private.fail('Event is already rejected.'); end if;
+  if e.status = 'reconciled' then perform app_private.fail('Event is reconciled.'); end if;
   -- A posted entry is voided: kept for audit, out of every report.
   if e.journal_entry_id is not null then
+    perform app_private.check_lock_date(organization_id, (select j.txn_date from app_public.journal_entries j where j.id = e.journal_entry_id));
     update app_public.journal_lines l set voided = true where l.entry_id = e.journal_entry_id and not l.voided;
     update app_public.journal_entries j set voided_at = now() where j.id = e.journal_entry_id and j.voided_at is null;
   end if;
+  perform app_private.unclear_event(e.id);
   update app_public.ledger_events x set status = 'ignored' where x.id = e.id;
   perform app_private.record_webhook_event(organization_id, 'ledger_event.rejected', e.id);
   return jsonb_build_object('success', true, 'error', null, 'eventId', e.id);
@@ -5192,6 +5597,43 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.reverse_ledger_event(organization_id uuid, event_id uuid, posting_date text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  e app_public.ledger_events;
+  j app_public.journal_entries;
+  v_date date;
+  v_entry uuid := app_private.uuid_v7();
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  perform set_config('app.audit_action', 'reverse', true);
+  select * into e from app_public.ledger_events x where x.id = event_id for update;
+  if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
+  if e.reversal_entry_id is not null then perform app_private.fail('Event is already reversed.'); end if;
+  if e.status not in ('confirmed', 'synced', 'reconciled') then
+    perform app_private.fail('Only confirmed events can be reversed.');
+  end if;
+  select * into j from app_public.journal_entries x where x.id = e.journal_entry_id;
+  v_date := case when posting_date is null then current_date
+                 else app_private.parse_date(posting_date, 'Posting date must be a date in YYYY-MM-DD format.') end;
+  if v_date < j.txn_date then
+    perform app_private.fail(format('Posting date must not be before the entry it reverses (%s).', to_char(j.txn_date, 'YYYY-MM-DD')));
+  end if;
+  perform app_private.check_lock_date(organization_id, v_date);
+  insert into app_public.journal_entries (id, organization_id, event_id, txn_date, total_amount, reverses_entry_id)
+    values (v_entry, e.organization_id, e.id, v_date, j.total_amount, j.id);
+  insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit)
+    select l.organization_id, v_entry, l.account_id, v_date, l.credit, l.debit
+      from app_public.journal_lines l where l.entry_id = j.id and not l.voided order by l.id;
+  perform app_private.unclear_event(e.id);
+  update app_public.ledger_events x set status = 'ignored', reversal_entry_id = v_entry where x.id = e.id;
+  perform app_private.record_webhook_event(organization_id, 'ledger_event.reversed', e.id);
+  return jsonb_build_object('success', true, 'error', null, 'eventId', e.id, 'journalEntryId', v_entry);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.revoke_api_key(organization_id uuid, api_key_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -5199,6 +5641,86 @@ AS $function$
 begin
   perform app_private.assert_org_access(organization_id, true);
   return jsonb_build_object('success', true, 'error', null, 'apiKey', app_private.revoke_api_key(organization_id, api_key_id));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.set_cleared(organization_id uuid, reconciliation_id uuid, event_ids jsonb, cleared boolean)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  max_events constant integer := 1000;
+  r app_public.reconciliations;
+  v_ids uuid[];
+  bad record;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  v_ids := app_private.uuid_list(event_ids, 'eventIds');
+  if cardinality(v_ids) > max_events then perform app_private.fail(format('eventIds must have at most %s items.', max_events)); end if;
+  if cleared is null then perform app_private.fail('cleared must be true or false.'); end if;
+  r := app_private.lock_reconciliation(reconciliation_id);
+  if r.status <> 'open' then perform app_private.fail(format('Reconciliation is %s.', r.status)); end if;
+  if cleared then
+    select i.id, e.id as found, e.status, e.payment_account_id, e.transaction_date into bad
+      from unnest(v_ids) i (id)
+      left join app_public.ledger_events e on e.id = i.id
+     where e.id is null or e.payment_account_id is distinct from r.payment_account_id
+        or e.status not in ('confirmed', 'synced') or e.transaction_date > r.statement_date
+     limit 1;
+    if bad.id is not null then
+      perform app_private.fail(case
+        when bad.found is null then 'Ledger event not found.'
+        when bad.status = 'reconciled' then 'Event is reconciled.'
+        when bad.payment_account_id is distinct from r.payment_account_id then format('Event %s is not on the account being reconciled.', bad.id)
+        when bad.status not in ('confirmed', 'synced') then format('Event %s is not confirmed.', bad.id)
+        else format('Event %s is dated after the statement date.', bad.id) end,
+        case when bad.found is null then 'AP404' else 'AP400' end);
+    end if;
+    insert into app_public.reconciliation_clearings (event_id, organization_id, reconciliation_id)
+      select distinct i, r.organization_id, r.id from unnest(v_ids) i order by 1
+      on conflict (event_id) do nothing;
+  else
+    delete from app_public.reconciliation_clearings c where c.reconciliation_id = r.id and c.event_id = any (v_ids);
+  end if;
+  return jsonb_build_object('success', true, 'error', null, 'reconciliation', app_private.reconciliation_json(r));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.start_reconciliation(organization_id uuid, payment_account_id uuid, statement_date text, closing_balance text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_date date;
+  v_closing numeric;
+  prev app_public.reconciliations;
+  r app_public.reconciliations;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  v_date := app_private.parse_date(statement_date, 'Statement date must be a date in YYYY-MM-DD format.');
+  v_closing := app_private.parse_balance(closing_balance, 'Closing balance must be a decimal string such as 1234.56 or -20.00.');
+  perform app_private.check_payment_account(payment_account_id);
+  -- The account's reconciliations are started and undone one at a time (an import's foreign keys
+  -- on the account take a lock this does not wait for).
+  perform 1 from app_public.accounts a where a.id = payment_account_id for no key update;
+  if exists (select 1 from app_public.reconciliations x
+              where x.organization_id = start_reconciliation.organization_id
+                and x.payment_account_id = start_reconciliation.payment_account_id and x.status = 'open') then
+    perform app_private.fail('This account already has an open reconciliation.');
+  end if;
+  select * into prev from app_public.reconciliations x
+   where x.organization_id = start_reconciliation.organization_id
+     and x.payment_account_id = start_reconciliation.payment_account_id and x.status = 'completed'
+     and not exists (select 1 from app_public.reconciliations s where s.previous_id = x.id and s.status <> 'undone');
+  if prev.id is not null and v_date <= prev.statement_date then
+    perform app_private.fail(format('Statement date must be after the previous reconciliation''s (%s).',
+      to_char(prev.statement_date, 'YYYY-MM-DD')));
+  end if;
+  insert into app_public.reconciliations (organization_id, payment_account_id, statement_date, opening_balance,
+      closing_balance, previous_id)
+    values (organization_id, payment_account_id, v_date, coalesce(prev.closing_balance, 0), v_closing, prev.id)
+    returning * into r;
+  return jsonb_build_object('success', true, 'error', null, 'reconciliation', app_private.reconciliation_json(r));
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -5212,6 +5734,56 @@ CREATE OR REPLACE FUNCTION app_public.sync_mailbox(organization_id uuid, mailbox
  RETURNS jsonb
  LANGUAGE sql
 AS $function$ select app_private.sync_receipt_source(organization_id, 'mailbox', mailbox_id) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.trial_balance(organization_id uuid, as_of text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_as_of date;
+  r jsonb;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  v_as_of := app_private.as_of_date(as_of);
+  select jsonb_build_object('asOf', to_char(v_as_of, 'YYYY-MM-DD'),
+      'rows', coalesce(jsonb_agg(jsonb_build_object('accountId', account_id, 'accountName', account_name,
+          'classification', classification,
+          'debit', app_private.money(greatest(net_debit, 0)), 'credit', app_private.money(greatest(-net_debit, 0)))
+          order by array_position(array['asset', 'liability', 'equity', 'revenue', 'expense'], classification),
+                   lower(account_name), account_id), '[]'::jsonb),
+      'totalDebit', app_private.money(coalesce(sum(greatest(net_debit, 0)), 0)),
+      'totalCredit', app_private.money(coalesce(sum(greatest(-net_debit, 0)), 0)))
+    into r
+    from app_private.closing_balances(trial_balance.organization_id, v_as_of);
+  return r;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.undo_reconciliation(organization_id uuid, reconciliation_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare r app_public.reconciliations;
+begin
+  perform app_private.assert_org_access(organization_id, true);
+  perform set_config('app.audit_action', 'undo_reconciliation', true);
+  select * into r from app_public.reconciliations x where x.id = reconciliation_id;
+  if not found then perform app_private.fail('Reconciliation not found.', 'AP404'); end if;
+  perform 1 from app_public.accounts a where a.id = r.payment_account_id for no key update;
+  r := app_private.lock_reconciliation(reconciliation_id);
+  if r.status = 'undone' then perform app_private.fail('Reconciliation is already undone.'); end if;
+  if exists (select 1 from app_public.reconciliations s where s.previous_id = r.id and s.status <> 'undone') then
+    perform app_private.fail('Only the account''s latest reconciliation can be undone.');
+  end if;
+  update app_public.ledger_events e set status = 'confirmed'
+    from app_public.reconciliation_clearings c
+   where c.reconciliation_id = r.id and e.id = c.event_id and e.status = 'reconciled';
+  delete from app_public.reconciliation_clearings c where c.reconciliation_id = r.id;
+  update app_public.reconciliations x set status = 'undone', undone_at = now() where x.id = r.id returning * into r;
+  return jsonb_build_object('success', true, 'error', null, 'reconciliation', app_private.reconciliation_json(r));
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_public.unlink_receipt(organization_id uuid, receipt_id uuid)
@@ -5369,6 +5941,7 @@ begin
   perform set_config('app.audit_action', 'update', true);
   select * into e from app_public.ledger_events x where x.id = event_id for update;
   if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
+  if e.status = 'reconciled' then perform app_private.fail('Event is reconciled.'); end if;
   if e.status not in ('needs_review', 'pending') then
     perform app_private.fail('Only events in needs_review or pending can be updated.');
   end if;
@@ -5437,7 +6010,7 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_public.update_organization_settings(organization_id uuid, date_order text DEFAULT NULL::text)
+CREATE OR REPLACE FUNCTION app_public.update_organization_settings(organization_id uuid, date_order text DEFAULT NULL::text, lock_date text DEFAULT 'keep'::text, fiscal_year_start text DEFAULT NULL::text)
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
@@ -5447,11 +6020,21 @@ begin
   if date_order is not null and date_order not in ('auto', 'DMY', 'MDY') then
     perform app_private.fail('dateOrder must be one of: auto, DMY, MDY.');
   end if;
-  update app_public.organizations x set date_order = coalesce(update_organization_settings.date_order, x.date_order)
+  if fiscal_year_start is not null and not (fiscal_year_start ~ '^(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$'
+      and to_char(make_date(2001, substr(fiscal_year_start, 1, 2)::integer, 1) + interval '1 month' - interval '1 day', 'DD')
+          >= substr(fiscal_year_start, 4)) then
+    perform app_private.fail('fiscalYearStart must be a day of the year in MM-DD format, such as 01-01 or 04-01.');
+  end if;
+  -- The row's lock: postings in flight (which hold it shared, ledger/lock-date.sql) commit first.
+  update app_public.organizations x set
+      date_order = coalesce(update_organization_settings.date_order, x.date_order),
+      lock_date = case when update_organization_settings.lock_date = 'keep' then x.lock_date
+        when update_organization_settings.lock_date is null then null
+        else app_private.parse_date(update_organization_settings.lock_date, 'lockDate must be a date in YYYY-MM-DD format.') end,
+      fiscal_year_start = coalesce(update_organization_settings.fiscal_year_start, x.fiscal_year_start)
    where x.id = update_organization_settings.organization_id
    returning * into o;
-  return jsonb_build_object('success', true, 'error', null,
-    'organization', jsonb_build_object('id', o.id, 'name', o.name, 'functionalCurrency', o.functional_currency, 'dateOrder', o.date_order));
+  return jsonb_build_object('success', true, 'error', null, 'organization', app_private.organization_settings_json(o));
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -5472,7 +6055,8 @@ begin
   perform set_config('app.audit_action', 'classify', true);
   select * into e from app_public.ledger_events x where x.id = event_id for update;
   if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
-  if e.status in ('confirmed', 'synced', 'reconciled') then perform app_private.fail('Event is already confirmed.'); end if;
+  if e.status = 'reconciled' then perform app_private.fail('Event is reconciled.'); end if;
+  if e.status in ('confirmed', 'synced') then perform app_private.fail('Event is already confirmed.'); end if;
   if e.status not in ('needs_review', 'pending') then
     perform app_private.fail('Only events in needs_review or pending can be updated.');
   end if;
@@ -5541,6 +6125,12 @@ CREATE TRIGGER _100_immutable BEFORE UPDATE ON app_public.journal_lines FOR EACH
 
 CREATE TRIGGER _200_same_transaction AFTER INSERT ON app_public.journal_lines REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__same_transaction();
 
+CREATE TRIGGER _300_locked_delete AFTER DELETE ON app_public.journal_lines REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__locked();
+
+CREATE TRIGGER _300_locked_insert AFTER INSERT ON app_public.journal_lines REFERENCING NEW TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__locked();
+
+CREATE TRIGGER _300_locked_update AFTER UPDATE ON app_public.journal_lines REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__locked();
+
 CREATE TRIGGER _500_totals_delete AFTER DELETE ON app_public.journal_lines REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__totals();
 
 CREATE TRIGGER _500_totals_insert AFTER INSERT ON app_public.journal_lines REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__totals();
@@ -5556,6 +6146,10 @@ CREATE TRIGGER _100_no_truncate BEFORE TRUNCATE ON app_public.ledger_event_audit
 CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.ledger_events FOR EACH ROW WHEN (((NOT (new.merchant_name IS NFC NORMALIZED)) OR (NOT (new.memo IS NFC NORMALIZED)) OR (NOT (new.reference IS NFC NORMALIZED)))) EXECUTE FUNCTION app_private.tg__nfc('merchant_name', 'memo', 'reference');
 
 CREATE TRIGGER _100_touch_updated BEFORE UPDATE ON app_public.ledger_events FOR EACH ROW EXECUTE FUNCTION app_private.tg__touch_updated();
+
+CREATE TRIGGER _200_reconciled BEFORE UPDATE ON app_public.ledger_events FOR EACH ROW WHEN ((old.status = 'reconciled'::text)) EXECUTE FUNCTION app_private.tg_ledger_events__reconciled();
+
+CREATE TRIGGER _200_reconciled_delete AFTER DELETE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__reconciled();
 
 CREATE TRIGGER _500_counts_delete AFTER DELETE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__counts();
 
@@ -5667,6 +6261,14 @@ policy receipt_unlinked_pairs_tenant on app_public.receipt_unlinked_pairs for al
   with check (organization_id = app_public.current_organization_id());
 
 policy receipts_tenant on app_public.receipts for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy reconciliation_clearings_tenant on app_public.reconciliation_clearings for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy reconciliations_tenant on app_public.reconciliations for all to public
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
 

@@ -37,7 +37,12 @@ export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
     taxAmount: String
     taxCode: String
     taxAccount: LedgerAccountRef
+    "The entry that posted it (on transactionDate, or on the postingDate it was confirmed with)."
     journalEntry: JournalEntry
+    "The entry that reversed it (reverseLedgerEvent), kept beside journalEntry; null unless reversed."
+    reversalEntry: JournalEntry
+    "Ticked in a reconciliation (open, or completed: then the status is reconciled)."
+    cleared: Boolean!
     receipts: [LedgerEventReceipt!]!
     "Where the event came from: manual, bank_import or processor_import."
     source: String!
@@ -67,6 +72,8 @@ export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
   type UpdateStagedEntryResult { success: Boolean! error: String event: LedgerEvent }
   type ConfirmLedgerEventResult { success: Boolean! error: String eventId: UUID journalEntryId: UUID }
   type RejectLedgerEventResult { success: Boolean! error: String eventId: UUID }
+  "journalEntryId: the reversing entry."
+  type ReverseLedgerEventResult { success: Boolean! error: String eventId: UUID journalEntryId: UUID }
 
   extend type Query {
     listLedgerEvents(
@@ -76,7 +83,9 @@ export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
       "transactionDate (default), functionalAmount, merchantName, status, created"
       sortBy: String,
       "asc or desc (default desc)"
-      sortDir: String
+      sortDir: String,
+      "The events of a reconciliation: while open, the account's confirmed events up to its statement date and those it ticked; once completed, those it cleared."
+      reconciliationId: UUID
     ): LedgerEventPage!
     getLedgerEvent(organizationId: UUID!, eventId: UUID!): LedgerEvent!
     "The event's audit trail, oldest first."
@@ -89,7 +98,10 @@ export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
       eventType: String): UpdateLedgerEventResult!
     updateStagedEntry(organizationId: UUID!, eventId: UUID!, categoryId: UUID, paymentId: UUID, taxAmount: String,
       taxAccountId: UUID, taxCode: String): UpdateStagedEntryResult!
-    confirmLedgerEvent(organizationId: UUID!, eventId: UUID!): ConfirmLedgerEventResult!
+    "postingDate (YYYY-MM-DD): the entry's date when not the transaction date, such as a day after the lock date."
+    confirmLedgerEvent(organizationId: UUID!, eventId: UUID!, postingDate: String): ConfirmLedgerEventResult!
     rejectLedgerEvent(organizationId: UUID!, eventId: UUID!): RejectLedgerEventResult!
+    "Posts a reversing entry (debits and credits swapped) dated postingDate (default today, after the lock date) and ignores the event; the original entry stays in its period."
+    reverseLedgerEvent(organizationId: UUID!, eventId: UUID!, postingDate: String): ReverseLedgerEventResult!
   }
 `);

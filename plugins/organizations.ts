@@ -10,7 +10,17 @@ export const OrganizationsPlugin = sqlOperationsPlugin("OrganizationsPlugin", gq
   type Member { userId: UUID! email: String! name: String! role: String! created: String! }
   type MemberResult { success: Boolean! error: String member: Member }
   type MutationResult { success: Boolean! error: String }
-  type OrganizationSettings { id: UUID! name: String! functionalCurrency: String! "auto, DMY or MDY" dateOrder: String! }
+  type OrganizationSettings {
+    id: UUID!
+    name: String!
+    functionalCurrency: String!
+    "auto, DMY or MDY"
+    dateOrder: String!
+    "No journal line dated on or before it is added, voided or removed; null when unlocked."
+    lockDate: String
+    "The fiscal year's first day, MM-DD (default 01-01)."
+    fiscalYearStart: String!
+  }
   type OrganizationSettingsResult { success: Boolean! error: String organization: OrganizationSettings }
 
   extend type Query {
@@ -22,7 +32,11 @@ export const OrganizationsPlugin = sqlOperationsPlugin("OrganizationsPlugin", gq
     addMember(organizationId: UUID!, email: String!, role: String!): MemberResult!
     removeMember(organizationId: UUID!, userId: UUID!): MutationResult!
     updateMemberRole(organizationId: UUID!, userId: UUID!, role: String!): MemberResult!
-    "Owner or admin: dateOrder (auto, DMY, MDY) decides receipt dates whose day and month could be either way."
-    updateOrganizationSettings(organizationId: UUID!, dateOrder: String): OrganizationSettingsResult!
+    """
+    Owner or admin: dateOrder (auto, DMY, MDY) decides receipt dates whose day and month could be either way;
+    lockDate (YYYY-MM-DD) locks the books through that day, null unlocks; fiscalYearStart (MM-DD).
+    Arguments left out keep their value.
+    """
+    updateOrganizationSettings(organizationId: UUID!, dateOrder: String, lockDate: String, fiscalYearStart: String): OrganizationSettingsResult!
   }
 `);

@@ -23,6 +23,24 @@ export const ReportsPlugin = sqlOperationsPlugin("ReportsPlugin", gql`
     netIncome: String!
   }
   type AccountBalance { accountId: UUID! accountName: String! accountType: String! classification: String! balance: String! }
+  "accountId is null only on a Retained Earnings line of a chart that has no retained earnings account."
+  type BalanceSheetLine { accountId: UUID accountName: String! balance: String! }
+  type BalanceSheet {
+    asOf: String!
+    "The first day of the fiscal year asOf falls in."
+    fiscalYearStart: String!
+    assets: [BalanceSheetLine!]!
+    liabilities: [BalanceSheetLine!]!
+    "Earlier fiscal years' earnings are in retained earnings."
+    equity: [BalanceSheetLine!]!
+    totalAssets: String!
+    totalLiabilities: String!
+    totalEquity: String!
+    "Revenue less expenses from fiscalYearStart to asOf; totalAssets = totalLiabilities + totalEquity + currentYearEarnings."
+    currentYearEarnings: String!
+  }
+  type TrialBalanceRow { accountId: UUID accountName: String! classification: String! debit: String! credit: String! }
+  type TrialBalance { asOf: String! rows: [TrialBalanceRow!]! totalDebit: String! totalCredit: String! }
 
   extend type Query {
     "Period defaults: first day of the current month to today (inclusive, on transactionDate)."
@@ -31,5 +49,9 @@ export const ReportsPlugin = sqlOperationsPlugin("ReportsPlugin", gql`
     incomeStatement(organizationId: UUID!, startDate: Date, endDate: Date): IncomeStatement!
     "Every active account with its balance as of today."
     accountBalances(organizationId: UUID!): [AccountBalance!]!
+    "Assets, liabilities and equity as of asOf (default today), each account at its normal balance."
+    balanceSheet(organizationId: UUID!, asOf: Date): BalanceSheet!
+    "Each account's balance as of asOf (default today) as a debit or a credit; revenue and expense accounts from the fiscal year's first day."
+    trialBalance(organizationId: UUID!, asOf: Date): TrialBalance!
   }
 `);

@@ -58,8 +58,16 @@ export const sqlParameterOf = snake;
 export interface Operation {
   sqlFunction: string;
   args: readonly string[];
+  /** Arguments whose explicit null is passed as SQL null (it clears); any other null is left out. */
+  nullsPassed: readonly string[];
   failuresAsErrors: boolean;
 }
+
+/**
+ * Arguments where null means "clear it" (docs/api.md, Closing a period: a null lockDate unlocks):
+ * passed as SQL null, while leaving the argument out lets the SQL default keep the value.
+ */
+const NULL_CLEARS: Readonly<Record<string, readonly string[]>> = { updateOrganizationSettings: ["lockDate"] };
 
 /** The SQL function behind a root field, and how its failures are told. */
 export function operationOf(fieldName: string, field: GraphQLField<unknown, unknown>): Operation {
@@ -67,15 +75,22 @@ export function operationOf(fieldName: string, field: GraphQLField<unknown, unkn
   return {
     sqlFunction: sqlFunctionOf(fieldName),
     args: field.args.map((a) => a.name),
+    nullsPassed: NULL_CLEARS[fieldName] ?? [],
     failuresAsErrors: !(isObjectType(result) && "success" in result.getFields()),
   };
 }
 
+type Value = string | number | boolean | null;
+
 /** The call's present arguments (absent ones are left out, so SQL defaults apply), objects as JSON. */
-function callArguments(op: Operation, values: Record<string, unknown>): [parameter: string, value: string | number | boolean][] {
-  const out: [string, string | number | boolean][] = [];
+function callArguments(op: Operation, values: Record<string, unknown>): [parameter: string, value: Value][] {
+  const out: [string, Value][] = [];
   for (const arg of op.args) {
     const value = values[arg];
+    if (value === null && op.nullsPassed.includes(arg)) {
+      out.push([sqlParameterOf(arg), null]);
+      continue;
+    }
     if (value === undefined || value === null) continue;
     out.push([sqlParameterOf(arg), typeof value === "object" ? JSON.stringify(value) : (value as string | number | boolean)]);
   }
@@ -83,11 +98,11 @@ function callArguments(op: Operation, values: Record<string, unknown>): [paramet
 }
 
 /** `select fn(a => <a>, b => <b>) as result`, each argument as `placeholder` writes it. */
-const callText = (op: Operation, args: [string, string | number | boolean][], placeholder: (value: string | number | boolean, n: number) => string) =>
+const callText = (op: Operation, args: [string, Value][], placeholder: (value: Value, n: number) => string) =>
   // Quoted names: `limit` and `offset` are reserved words.
   `select ${op.sqlFunction}(${args.map(([name, value], i) => `"${name}" => ${placeholder(value, i + 1)}`).join(", ")}) as result`;
 
-const parameterCall = (op: Operation, args: [string, string | number | boolean][]): SqlCall =>
+const parameterCall = (op: Operation, args: [string, Value][]): SqlCall =>
   ({ text: callText(op, args, (_value, n) => `$${n}`), values: args.map(([, value]) => value) });
 
 /**

@@ -66,8 +66,8 @@ export async function count(h: Harness, sql: string, params: unknown[] = []): Pr
 }
 
 /**
- * Balances recomputed from the journal lines of live entries of booked events (docs/api.md, Money
- * and the ledger).
+ * Balances recomputed from the journal lines of live entries (docs/api.md, Money and the ledger):
+ * booked events' postings, and both entries of a reversed one.
  */
 export async function balancesFromLines(h: Harness, org: string): Promise<Record<string, string>> {
   const { rows } = await h.owner.query(`
@@ -76,7 +76,7 @@ export async function balancesFromLines(h: Harness, org: string): Promise<Record
       from app_public.accounts a
       left join (app_public.journal_lines l
                  join app_public.journal_entries j on j.id = l.entry_id and j.voided_at is null
-                 join app_public.ledger_events e on e.id = j.event_id and e.status in ('confirmed', 'synced', 'reconciled'))
+                 join app_public.ledger_events e on e.id = j.event_id)
         on l.account_id = a.id and l.txn_date <= current_date
      where a.organization_id = $1 and a.active
      group by a.id, a.name, a.classification`, [org]);

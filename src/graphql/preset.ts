@@ -14,6 +14,7 @@ import { LedgerEventsPlugin } from "../../plugins/ledger-events.js";
 import { ReceiptsPlugin, type SignFileUrl } from "../../plugins/receipts.js";
 import { ReceiptSourcesPlugin } from "../../plugins/receipt-sources.js";
 import { OrganizationsPlugin } from "../../plugins/organizations.js";
+import { ReconciliationsPlugin } from "../../plugins/reconciliations.js";
 import { ReportsPlugin } from "../../plugins/reports.js";
 import { TaxCodesPlugin } from "../../plugins/tax-codes.js";
 import { WebhooksPlugin } from "../../plugins/webhooks.js";
@@ -25,7 +26,7 @@ import { scopeOf } from "../http/request-scope.js";
 /** The operations of the contract and nothing else: every generated type and field is off. */
 export const schemaPlugins = [
   OrganizationsPlugin, ApiKeysPlugin, TaxCodesPlugin, AccountsPlugin, BatchResultsPlugin, ContactsPlugin,
-  CategoryRulesPlugin, IntakeAddressesPlugin, LedgerEventsPlugin, ReportsPlugin, BankStatementsPlugin, ReceiptsPlugin,
+  CategoryRulesPlugin, IntakeAddressesPlugin, LedgerEventsPlugin, ReconciliationsPlugin, ReportsPlugin, BankStatementsPlugin, ReceiptsPlugin,
   ReceiptSourcesPlugin, WebhooksPlugin,
 ];
 
