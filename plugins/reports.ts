@@ -43,7 +43,7 @@ export const ReportsPlugin = sqlOperationsPlugin("ReportsPlugin", gql`
   type TrialBalance { asOf: String! rows: [TrialBalanceRow!]! totalDebit: String! totalCredit: String! }
 
   extend type Query {
-    "Period defaults: first day of the current month to today (inclusive, on transactionDate)."
+    "Period defaults: first day of the current month to today (inclusive, on the entries' dates: the transaction date unless posted on another)."
     dashboardSummary(organizationId: UUID!, startDate: Date, endDate: Date): DashboardSummary!
     "Profit and loss by account. Period defaults: first day of the current year to today."
     incomeStatement(organizationId: UUID!, startDate: Date, endDate: Date): IncomeStatement!

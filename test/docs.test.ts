@@ -208,6 +208,13 @@ describe("README", () => {
     expect(doc("README.md").text.trimEnd().split("\n").length).toBeLessThanOrEqual(200);
   });
 
+  it("its list of operations names every Query and Mutation field of schema.graphql, and nothing else", () => {
+    const listed = new Set([...sectionOf(doc("README.md"), "The operations").matchAll(/`([a-zA-Z]+)`/g)].map((m) => m[1]));
+    const fields = [schema.getQueryType()!, schema.getMutationType()!].flatMap((t) => Object.keys(t.getFields()));
+    expect(fields.filter((f) => !listed.has(f))).toEqual([]);
+    expect([...listed].filter((n) => /^[a-z]+[A-Z]/.test(n) && !fields.includes(n))).toEqual([]);
+  });
+
   it("its first session runs as written: the CLI's commands, then each curl with what they printed", async () => {
     const [session] = doc("README.md").fences.filter((f) => f.heading === "A first session" && f.lang === "sh");
     const vars: Record<string, string> = {};

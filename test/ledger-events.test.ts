@@ -105,7 +105,8 @@ describe("updateLedgerEvent", () => {
     else await h.owner.query("update app_public.ledger_events set status = $2 where id = $1", [id, status]);
     const before = await eventRow(h, id);
     const r = await call(h, t, UPDATE, { eventId: id, memo: "late change", amount: "99.00" }, "updateLedgerEvent");
-    expect(r).toEqual({ success: false, error: "Only events in needs_review or pending can be updated.", event: null });
+    const error = status === "reconciled" ? "Event is reconciled." : "Only events in needs_review or pending can be updated.";
+    expect(r).toEqual({ success: false, error, event: null });
     expect(await eventRow(h, id)).toEqual(before);
   });
 
@@ -279,11 +280,19 @@ describe("rejectLedgerEvent", () => {
     expect(await count(h, "select 1 from app_public.journal_lines l join app_public.journal_entries j on j.id = l.entry_id where j.event_id = $1 and l.voided", [id])).toBe(2);
   });
 
-  it.each(["synced", "reconciled", "pending"])("rejects an event in %s", async (status) => {
+  it.each(["synced", "pending"])("rejects an event in %s", async (status) => {
     const id = await bookEvent(h, t, {}, classifyOffice());
     await h.owner.query("update app_public.ledger_events set status = $2 where id = $1", [id, status]);
     expect((await call(h, t, REJECT, { eventId: id }, "rejectLedgerEvent")).success).toBe(true);
     expect((await eventRow(h, id)).status).toBe("ignored");
+  });
+
+  it("refuses a reconciled event (test/reconciliation.test.ts reconciles them)", async () => {
+    const id = await bookEvent(h, t, {}, classifyOffice());
+    await h.owner.query("update app_public.ledger_events set status = 'reconciled' where id = $1", [id]);
+    const before = await eventRow(h, id);
+    expect(await call(h, t, REJECT, { eventId: id }, "rejectLedgerEvent")).toEqual({ success: false, error: "Event is reconciled.", eventId: null });
+    expect(await eventRow(h, id)).toEqual(before);
   });
 
   it("refuses an event already rejected", async () => {

@@ -304,6 +304,41 @@ describe("deliveries", () => {
     });
   });
 
+  it("sends ledger_event.reversed with both entries, and reconciliation.completed with the reconciliation", async () => {
+    await withReceiver(undefined, async (receiver) => {
+      const { webhookEndpoint } = await createEndpoint(receiver.url, ["ledger_event.reversed", "reconciliation.completed"]);
+      const id = await stagedEvent("Reversed Co");
+      const accounts = await accountsOf(h, t);
+      expect((await call(h, t, CONFIRM, { eventId: id }, "confirmLedgerEvent")).success).toBe(true);
+      const reversed = await call(h, t, `mutation($org: UUID!, $eventId: UUID!) {
+        reverseLedgerEvent(organizationId: $org, eventId: $eventId, postingDate: "2026-03-05") { success error journalEntryId } }`,
+        { eventId: id }, "reverseLedgerEvent");
+      expect(reversed.success).toBe(true);
+      // A reconciliation of an account with one event that nets it to its statement.
+      const visa = await addAccount(h, t, "Webhook Visa", "credit_card", "liability");
+      const bought = await createEvent(h, t, { merchantName: "Shop", amount: "12.00", transactionDate: "2026-02-01" });
+      await call(h, t, CLASSIFY, { eventId: bought, categoryId: accounts["Office Supplies"], paymentId: visa }, "updateStagedEntry");
+      expect((await call(h, t, CONFIRM, { eventId: bought }, "confirmLedgerEvent")).success).toBe(true);
+      const started = await call(h, t, `mutation($org: UUID!, $a: UUID!) {
+        startReconciliation(organizationId: $org, paymentAccountId: $a, statementDate: "2026-02-28", closingBalance: "12.00") {
+          success error reconciliation { id } } }`, { a: visa }, "startReconciliation");
+      const rec = started.reconciliation.id;
+      await call(h, t, `mutation($org: UUID!, $r: UUID!, $e: [UUID!]!) { setCleared(organizationId: $org, reconciliationId: $r, eventIds: $e, cleared: true) { success } }`,
+        { r: rec, e: [bought] }, "setCleared");
+      const done = await call(h, t, `mutation($org: UUID!, $r: UUID!) { completeReconciliation(organizationId: $org, reconciliationId: $r) { success error } }`,
+        { r: rec }, "completeReconciliation");
+      expect(done.success).toBe(true);
+      await until(() => receiver.received.length, (n) => n >= 2);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(receiver.received.map((r) => r.event.type)).toEqual(["ledger_event.reversed", "reconciliation.completed"]);
+      expect(receiver.received[0].event.data.object).toMatchObject({ id, status: "ignored",
+        journalEntry: { voidedAt: null }, reversalEntry: { id: reversed.journalEntryId, txnDate: "2026-03-05" } });
+      expect(receiver.received[1].event.data.object).toMatchObject({ id: rec, status: "completed", closingBalance: "12.00",
+        difference: "0.00", paymentAccount: { id: visa } });
+      await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
+    });
+  });
+
   it("records events only for the caller's organization, of its own objects", async () => {
     const other = await createTenant(h);
     {
