@@ -9,8 +9,10 @@ import { benchDatabase, databaseUrl, generateLedger, startServer, withPlans } fr
  * page filtered by status + date range + search), getLedgerEvent, dashboardSummary and
  * incomeStatement for one year (sequential requests), and confirmLedgerEvent throughput with 10
  * concurrent clients. Finally EXPLAIN ANALYZE of the statements inside the list and report
- * functions (auto_explain, nested statements). `--reuse` keeps an already generated database;
- * `--confirm-only` measures only the confirm throughput.
+ * functions (auto_explain, nested statements). balanceSheet and trialBalance (the closing reports,
+ * from the daily totals) are measured as of today and as of a day in the past year.
+ * `--reuse` keeps an already generated database; `--confirm-only` measures only the confirm
+ * throughput; `--closing-only` only the closing reports (latencies and plans).
  */
 const DB = "accounting_bench_ledger";
 
@@ -18,6 +20,7 @@ export async function run(args: string[]) {
   const events = Number(args[args.indexOf("--events") + 1] || 0) || 1_000_000;
   const reuse = args.includes("--reuse");
   const confirmOnly = args.includes("--confirm-only"); // for iterating on the write path
+  const closingOnly = args.includes("--closing-only"); // for iterating on the closing reports
   const dbUrl = reuse ? databaseUrl(DB) : await benchDatabase(DB);
   const owner = new pg.Pool({ connectionString: dbUrl, max: 2 });
   let org: string;
@@ -68,7 +71,18 @@ export async function run(args: string[]) {
       ["incomeStatement, one year", () => [`query($org: UUID!, $s: Date, $e: Date) { incomeStatement(organizationId: $org, startDate: $s, endDate: $e) { incomeAccounts { accountId accountName total } expenseAccounts { accountId accountName total } totalIncome totalExpenses netIncome } }`, { org, s: daysAgo(365), e: daysAgo(0) }]],
       ["accountBalances", () => [`query($org: UUID!) { accountBalances(organizationId: $org) { accountId accountName balance } }`, { org }]],
     ];
-    for (const [name, make] of confirmOnly ? [] : cases) {
+    const BALANCE_SHEET = `query($org: UUID!, $asOf: Date) { balanceSheet(organizationId: $org, asOf: $asOf) { asOf fiscalYearStart
+      assets { accountId accountName balance } liabilities { accountId accountName balance } equity { accountId accountName balance }
+      totalAssets totalLiabilities totalEquity currentYearEarnings } }`;
+    const TRIAL_BALANCE = `query($org: UUID!, $asOf: Date) { trialBalance(organizationId: $org, asOf: $asOf) { asOf
+      rows { accountId accountName classification debit credit } totalDebit totalCredit } }`;
+    const closing: typeof cases = [
+      ["balanceSheet, as of today", () => [BALANCE_SHEET, { org }]],
+      ["balanceSheet, as of a day in the past year", (i) => [BALANCE_SHEET, { org, asOf: daysAgo(1 + (i * 7) % 365) }]],
+      ["trialBalance, as of today", () => [TRIAL_BALANCE, { org }]],
+      ["trialBalance, as of a day in the past year", (i) => [TRIAL_BALANCE, { org, asOf: daysAgo(1 + (i * 7) % 365) }]],
+    ];
+    for (const [name, make] of confirmOnly ? [] : closingOnly ? closing : [...cases, ...closing]) {
       for (let i = 0; i < 20; i++) await post(...make(i)); // warm-up
       const times: number[] = [];
       for (let i = 0; i < 300; i++) {
@@ -82,28 +96,43 @@ export async function run(args: string[]) {
       console.log(line);
     }
 
+    if (!confirmOnly) {
+      // What was measured adds up: assets = liabilities + equity + current-year earnings, debits = credits.
+      const bs = (await post(BALANCE_SHEET, { org })).balanceSheet;
+      const tb = (await post(TRIAL_BALANCE, { org })).trialBalance;
+      console.log(`balanceSheet as of ${bs.asOf} (fiscal year from ${bs.fiscalYearStart}): assets ${bs.totalAssets} = liabilities ${bs.totalLiabilities}`
+        + ` + equity ${bs.totalEquity} + current-year earnings ${bs.currentYearEarnings}; trialBalance: ${tb.rows.length} rows,`
+        + ` debits ${tb.totalDebit}, credits ${tb.totalCredit}`);
+      const cents = (m: string) => Math.round(Number(m) * 100);
+      if (cents(bs.totalAssets) !== cents(bs.totalLiabilities) + cents(bs.totalEquity) + cents(bs.currentYearEarnings) || tb.totalDebit !== tb.totalCredit) {
+        throw new Error("The closing reports do not balance.");
+      }
+    }
+
     // Throughput: autocannon, 10 connections, each request confirming the next distinct classified event.
-    const CONFIRM = "mutation($org: UUID!, $id: UUID!) { confirmLedgerEvent(organizationId: $org, eventId: $id) { success error journalEntryId } }";
-    for (const id of toConfirm.splice(0, 100)) await post(CONFIRM, { org, id }); // warm-up
-    let next = 0;
-    // autocannon's own start/finish and per-second averages are quantized to whole seconds: time
-    // the run from the first to the last response instead.
-    let first = 0;
-    let last = 0;
-    const r = await autocannon({
-      url: `${server.url}/graphql`, connections: 10, amount: toConfirm.length,
-      requests: [{
-        method: "POST", headers: { "content-type": "application/json", authorization: auth },
-        setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ query: CONFIRM, variables: { org, id: toConfirm[next++ % toConfirm.length] } }) }),
-        onResponse: () => { last = performance.now(); if (!first) first = last; },
-      }],
-    });
-    const { rows: [check] } = await owner.query(
-      "select count(*)::int n from app_public.journal_entries where event_id = any ($1) and voided_at is null", [toConfirm]);
-    const perSecond = (r.requests.total - 1) / ((last - first) / 1000);
-    const line = `confirmLedgerEvent, autocannon 10 connections: ${perSecond.toFixed(0)} confirms/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms (${r.requests.total} requests, ${r.non2xx} non-2xx; ${check.n} of ${toConfirm.length} events now have exactly one live entry)`;
-    results.push(line);
-    console.log(line);
+    if (!closingOnly) {
+      const CONFIRM = "mutation($org: UUID!, $id: UUID!) { confirmLedgerEvent(organizationId: $org, eventId: $id) { success error journalEntryId } }";
+      for (const id of toConfirm.splice(0, 100)) await post(CONFIRM, { org, id }); // warm-up
+      let next = 0;
+      // autocannon's own start/finish and per-second averages are quantized to whole seconds: time
+      // the run from the first to the last response instead.
+      let first = 0;
+      let last = 0;
+      const r = await autocannon({
+        url: `${server.url}/graphql`, connections: 10, amount: toConfirm.length,
+        requests: [{
+          method: "POST", headers: { "content-type": "application/json", authorization: auth },
+          setupRequest: (req: any) => ({ ...req, body: JSON.stringify({ query: CONFIRM, variables: { org, id: toConfirm[next++ % toConfirm.length] } }) }),
+          onResponse: () => { last = performance.now(); if (!first) first = last; },
+        }],
+      });
+      const { rows: [check] } = await owner.query(
+        "select count(*)::int n from app_public.journal_entries where event_id = any ($1) and voided_at is null", [toConfirm]);
+      const perSecond = (r.requests.total - 1) / ((last - first) / 1000);
+      const line = `confirmLedgerEvent, autocannon 10 connections: ${perSecond.toFixed(0)} confirms/s, p50 ${r.latency.p50} ms, p99 ${r.latency.p99} ms (${r.requests.total} requests, ${r.non2xx} non-2xx; ${check.n} of ${toConfirm.length} events now have exactly one live entry)`;
+      results.push(line);
+      console.log(line);
+    }
   } finally {
     await server.stop();
   }
@@ -119,11 +148,15 @@ export async function run(args: string[]) {
       console.log(`\n### ${label}\n`);
       for (const p of plans.filter((p) => !/Function Scan|Result  \(/.test(p.split("\n")[1] ?? "") || plans.length === 1)) console.log(p.replace(/^duration: [^\n]*\n/, "") + "\n");
     };
-    await explain("listLedgerEvents default page", "select app_public.list_ledger_events($1)", [org]);
-    await explain("listLedgerEvents status + date range + search", "select app_public.list_ledger_events($1, status => $2, date_from => $3, date_to => $4, search => $5)",
-      [org, JSON.stringify(["needs_review", "confirmed"]), daysAgo(60), daysAgo(30), "staples"]);
-    await explain("dashboardSummary one year", "select app_public.dashboard_summary($1, $2, $3)", [org, daysAgo(365), daysAgo(0)]);
-    await explain("incomeStatement one year", "select app_public.income_statement($1, $2, $3)", [org, daysAgo(365), daysAgo(0)]);
+    if (!closingOnly) {
+      await explain("listLedgerEvents default page", "select app_public.list_ledger_events($1)", [org]);
+      await explain("listLedgerEvents status + date range + search", "select app_public.list_ledger_events($1, status => $2, date_from => $3, date_to => $4, search => $5)",
+        [org, JSON.stringify(["needs_review", "confirmed"]), daysAgo(60), daysAgo(30), "staples"]);
+      await explain("dashboardSummary one year", "select app_public.dashboard_summary($1, $2, $3)", [org, daysAgo(365), daysAgo(0)]);
+      await explain("incomeStatement one year", "select app_public.income_statement($1, $2, $3)", [org, daysAgo(365), daysAgo(0)]);
+    }
+    await explain("balanceSheet as of today", "select app_public.balance_sheet($1, $2)", [org, daysAgo(0)]);
+    await explain("trialBalance as of today", "select app_public.trial_balance($1, $2)", [org, daysAgo(0)]);
   });
   await owner.end();
   console.log("\nSummary:\n| request | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|\n" + results.join("\n"));
