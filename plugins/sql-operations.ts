@@ -58,14 +58,15 @@ export const sqlParameterOf = snake;
 export interface Operation {
   sqlFunction: string;
   args: readonly string[];
-  /** Arguments whose explicit null is passed as SQL null (it clears); any other null is left out. */
-  nullsPassed: readonly string[];
+  /** Arguments passed as JSON, their explicit null included (it clears); any other null is left out. */
+  passedAsJson: readonly string[];
   failuresAsErrors: boolean;
 }
 
 /**
  * Arguments where null means "clear it" (docs/api.md, Closing a period: a null lockDate unlocks):
- * passed as SQL null, while leaving the argument out lets the SQL default keep the value.
+ * their SQL parameter is jsonb and gets the value as JSON, `null` included, while leaving the
+ * argument out gives SQL null, which keeps the value. No string the caller sends can mean "keep".
  */
 const NULL_CLEARS: Readonly<Record<string, readonly string[]>> = { updateOrganizationSettings: ["lockDate"] };
 
@@ -75,20 +76,20 @@ export function operationOf(fieldName: string, field: GraphQLField<unknown, unkn
   return {
     sqlFunction: sqlFunctionOf(fieldName),
     args: field.args.map((a) => a.name),
-    nullsPassed: NULL_CLEARS[fieldName] ?? [],
+    passedAsJson: NULL_CLEARS[fieldName] ?? [],
     failuresAsErrors: !(isObjectType(result) && "success" in result.getFields()),
   };
 }
 
-type Value = string | number | boolean | null;
+type Value = string | number | boolean;
 
 /** The call's present arguments (absent ones are left out, so SQL defaults apply), objects as JSON. */
 function callArguments(op: Operation, values: Record<string, unknown>): [parameter: string, value: Value][] {
   const out: [string, Value][] = [];
   for (const arg of op.args) {
     const value = values[arg];
-    if (value === null && op.nullsPassed.includes(arg)) {
-      out.push([sqlParameterOf(arg), null]);
+    if (value !== undefined && op.passedAsJson.includes(arg)) {
+      out.push([sqlParameterOf(arg), JSON.stringify(value)]);
       continue;
     }
     if (value === undefined || value === null) continue;

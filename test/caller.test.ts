@@ -256,7 +256,7 @@ describe("requestWithPgClient", () => {
     try {
       await client.query(`create function pg_temp.echo(note text, n integer default 7) returns jsonb language sql
         as $$ select jsonb_build_object('note', note, 'n', n) $$`);
-      const op = { sqlFunction: "pg_temp.echo", args: ["note", "n"], nullsPassed: [], failuresAsErrors: false };
+      const op = { sqlFunction: "pg_temp.echo", args: ["note", "n"], passedAsJson: [], failuresAsErrors: false };
       const unit = "it's \\ 会";
       const short = requestCall(op, { note: unit });
       expect(short.values).toBeUndefined();

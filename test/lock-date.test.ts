@@ -414,6 +414,9 @@ describe("the owner's own SQL", () => {
     const { journal_entry_id: entry } = await eventRow(h, booked);
     const before = await books(t.organizationId);
 
+    // Voiding the entry itself (what the general ledger reads), not only its lines.
+    await expect(h.owner.query("update app_public.journal_entries set voided_at = now() where id = $1", [entry])).rejects.toThrow(LOCKED);
+
     /** An entry of 10.00 with its two lines, all dated `day`, in one transaction of the owner's (no organization in scope); rolled back. */
     const post = async (day: string) => {
       const c = await h.owner.connect();
@@ -494,7 +497,7 @@ describe("a confirm racing a change of the lock date", () => {
     try {
       const { rows: [{ r }] } = await a.c.query("select app_public.confirm_ledger_event($1, $2) as r", [t.organizationId, id]);
       expect(r).toMatchObject({ success: true });
-      const change = pending(b.c.query("select app_public.update_organization_settings($1, lock_date => $2) as r", [t.organizationId, LOCK]));
+      const change = pending(b.c.query("select app_public.update_organization_settings($1, lock_date => to_jsonb($2::text)) as r", [t.organizationId, LOCK]));
       await blockedBy(b.pid, a.pid);
       await sleep(100);
       expect(change.settled).toBe(false);
@@ -520,7 +523,7 @@ describe("a confirm racing a change of the lock date", () => {
     const a = await callerClient(t.ownerId);
     const b = await callerClient(t.ownerId);
     try {
-      const { rows: [{ r }] } = await b.c.query("select app_public.update_organization_settings($1, lock_date => $2) as r", [t.organizationId, LOCK]);
+      const { rows: [{ r }] } = await b.c.query("select app_public.update_organization_settings($1, lock_date => to_jsonb($2::text)) as r", [t.organizationId, LOCK]);
       expect(r).toMatchObject({ success: true, organization: { lockDate: LOCK } });
       // The confirm's own check reads the committed (unlocked) settings and passes; the journal's trigger waits.
       const posting = pending(a.c.query("select app_public.confirm_ledger_event($1, $2) as r", [t.organizationId, id]));
@@ -649,7 +652,7 @@ describe("who may change the lock date, and what it takes", () => {
   it("a malformed lockDate or fiscalYearStart is refused and changes nothing; left out, the lock date is kept; null unlocks", async () => {
     const t = await createTenant(h);
     await setLock(t, LOCK);
-    for (const lockDate of ["2026-02-30", "2026/01/31", "31-01-2026", "2026-1-31", "", "yesterday", "2026-01-31T00:00:00Z"]) {
+    for (const lockDate of ["2026-02-30", "2026/01/31", "31-01-2026", "2026-1-31", "", "yesterday", "2026-01-31T00:00:00Z", "keep", "null"]) {
       const r = dataOf(await settings(t, { lockDate }), "updateOrganizationSettings");
       expect(r, lockDate).toEqual({ success: false, error: "lockDate must be a date in YYYY-MM-DD format.", organization: null });
     }
