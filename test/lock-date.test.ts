@@ -172,6 +172,18 @@ describe("confirmLedgerEvent", () => {
   });
 });
 
+describe("a posting date", () => {
+  it("is never before the transaction date, locked or not; malformed, it is refused", async () => {
+    const t = await createTenant(h);
+    const acc = await accountsOf(h, t);
+    const id = await staged(t, acc, "2026-05-10", "5.00");
+    expect(await confirm(t, id, "2026-05-09")).toMatchObject({ success: false, error: "Posting date must not be before the transaction date (2026-05-10)." });
+    expect(await confirm(t, id, "2026-5-10")).toMatchObject({ success: false, error: "Posting date must be a date in YYYY-MM-DD format." });
+    expect((await eventRow(h, id)).status).toBe("needs_review");
+    expect(await confirm(t, id, "2026-05-10")).toMatchObject({ success: true });
+  });
+});
+
 describe("rejectLedgerEvent", () => {
   it("refuses to void an entry in the locked period; voids one posted after the lock; after unlocking (lockDate: null) voids it", async () => {
     const t = await createTenant(h);

@@ -192,3 +192,73 @@ describe("a credit card's balance is what is owed", () => {
     expect(r.reconciliation).toMatchObject({ openingBalance: "0.00", clearedBalance: "100.00", difference: "0.00" });
   });
 });
+
+describe("a transfer is on two statements", () => {
+  it("a card payment from chequing is cleared on the card and on chequing, once each, with each account's sign", async () => {
+    const o = await createTenant(h);
+    const a = await accountsOf(h, o);
+    const visa = await addAccount(h, o, "Visa", "credit_card", "liability");
+    const rent = await addAccount(h, o, "Rent", "expense", "expense");
+    const deposit = await bookEvent(h, o, { merchantName: "Deposit", amount: "500.00", transactionDate: "2026-03-01", eventType: "income" },
+      { categoryId: a["Sales Revenue"], paymentId: a["Chequing"] });
+    const bought = await bookEvent(h, o, { merchantName: "Shop", amount: "120.00", transactionDate: "2026-03-03" }, { categoryId: rent, paymentId: visa });
+    const paid = await bookEvent(h, o, { merchantName: "Visa payment", amount: "120.00", transactionDate: "2026-03-20", eventType: "transfer" },
+      { categoryId: visa, paymentId: a["Chequing"] });
+    const visaRec = (await call(h, o, START, { account: visa, date: "2026-03-31", closing: "0.00" }, "startReconciliation")).reconciliation.id;
+    const listed = await call(h, o, EVENTS, { id: visaRec }, "listLedgerEvents");
+    expect(listed.items.map((e: any) => e.merchantName)).toEqual(["Shop", "Visa payment"]);
+    // The purchase adds 120.00 to what is owed, the payment takes it away.
+    const card = await call(h, o, SET_CLEARED, { id: visaRec, events: [bought, paid], cleared: true }, "setCleared");
+    expect(card.reconciliation).toMatchObject({ clearedBalance: "0.00", difference: "0.00" });
+    expect((await call(h, o, COMPLETE, { id: visaRec }, "completeReconciliation")).success).toBe(true);
+    expect((await eventRow(h, paid)).status).toBe("reconciled");
+
+    // Still on chequing's statement, where it is money out; not yet cleared there.
+    const chqRec = (await call(h, o, START, { account: a["Chequing"], date: "2026-03-31", closing: "380.00" }, "startReconciliation")).reconciliation.id;
+    const chq = await call(h, o, EVENTS, { id: chqRec }, "listLedgerEvents");
+    expect(chq.items.map((e: any) => [e.merchantName, e.status, e.cleared])).toEqual([["Deposit", "confirmed", false], ["Visa payment", "reconciled", false]]);
+    const ticked = await call(h, o, SET_CLEARED, { id: chqRec, events: [deposit, paid], cleared: true }, "setCleared");
+    expect(ticked.reconciliation).toMatchObject({ clearedBalance: "380.00", difference: "0.00" });
+    expect((await call(h, o, COMPLETE, { id: chqRec }, "completeReconciliation")).success).toBe(true);
+
+    // Undoing chequing's leaves the payment reconciled: the card's reconciliation still clears it.
+    const undone = await call(h, { ...o, apiKey: o.ownerJwt }, UNDO, { id: chqRec }, "undoReconciliation");
+    expect(undone.success).toBe(true);
+    expect((await eventRow(h, deposit)).status).toBe("confirmed");
+    expect((await eventRow(h, paid)).status).toBe("reconciled");
+    // And the card's, cleared once, cannot tick it again.
+    const again = (await call(h, o, START, { account: visa, date: "2026-04-30", closing: "0.00" }, "startReconciliation")).reconciliation.id;
+    expect((await call(h, o, EVENTS, { id: again }, "listLedgerEvents")).items).toEqual([]);
+    expect(await call(h, o, SET_CLEARED, { id: again, events: [paid], cleared: true }, "setCleared"))
+      .toMatchObject({ success: false, error: "Event is reconciled." });
+  });
+});
+
+describe("races and the rule's home", () => {
+  it("a tick waits for a reject in flight, then refuses the rejected event", async () => {
+    const o = await createTenant(h);
+    const a = await accountsOf(h, o);
+    const id = await bookEvent(h, o, { amount: "10.00", transactionDate: "2026-03-05", eventType: "income" },
+      { categoryId: a["Sales Revenue"], paymentId: a["Chequing"] });
+    const rec = (await call(h, o, START, { account: a["Chequing"], date: "2026-03-31", closing: "10.00" }, "startReconciliation")).reconciliation.id;
+    const c = await h.owner.connect();
+    try {
+      await c.query("begin");
+      await c.query("select 1 from app_public.ledger_events where id = $1 for update", [id]);
+      await c.query("update app_public.ledger_events set status = 'ignored' where id = $1", [id]);
+      const tick = call(h, o, SET_CLEARED, { id: rec, events: [id], cleared: true }, "setCleared");
+      await new Promise((r) => setTimeout(r, 300));
+      await c.query("commit");
+      expect(await tick).toMatchObject({ success: false, error: `Event ${id} is not confirmed.` });
+    } finally {
+      c.release();
+    }
+    expect(await h.owner.query("select 1 from app_public.reconciliation_clearings where event_id = $1", [id]).then((r) => r.rowCount)).toBe(0);
+  });
+
+  it("a reconciled event is ignored only by a reversal, even by the owner's SQL", async () => {
+    await expect(h.owner.query("update app_public.ledger_events set status = 'ignored' where id = $1", [ev.deposit]))
+      .rejects.toThrow("Event is reconciled.");
+    expect((await eventRow(h, ev.deposit)).status).toBe("reconciled");
+  });
+});
