@@ -510,11 +510,13 @@ table app_public.reconciliation_clearings (row-level security, forced)
   column event_id uuid not null
   column organization_id uuid not null
   column reconciliation_id uuid not null
+  column account_id uuid not null
+  constraint reconciliation_clearings_account_fkey FOREIGN KEY (organization_id, account_id) REFERENCES app_public.accounts(organization_id, id)
   constraint reconciliation_clearings_organization_id_event_id_fkey FOREIGN KEY (organization_id, event_id) REFERENCES app_public.ledger_events(organization_id, id) ON DELETE CASCADE
   constraint reconciliation_clearings_organization_id_reconciliation_id_fkey FOREIGN KEY (organization_id, reconciliation_id) REFERENCES app_public.reconciliations(organization_id, id) ON DELETE CASCADE
-  constraint reconciliation_clearings_pkey PRIMARY KEY (event_id)
+  constraint reconciliation_clearings_pkey PRIMARY KEY (event_id, account_id)
   CREATE INDEX reconciliation_clearings_reconciliation_idx ON app_public.reconciliation_clearings USING btree (reconciliation_id)
-  CREATE UNIQUE INDEX reconciliation_clearings_pkey ON app_public.reconciliation_clearings USING btree (event_id)
+  CREATE UNIQUE INDEX reconciliation_clearings_pkey ON app_public.reconciliation_clearings USING btree (event_id, account_id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: DELETE, INSERT, SELECT; reporting_reader: SELECT
 
 table app_public.reconciliations (row-level security, forced)
@@ -3211,11 +3213,12 @@ CREATE OR REPLACE FUNCTION app_private.reconciliation_cleared_balance(r app_publ
  LANGUAGE sql
  STABLE
 AS $function$
-  select r.opening_balance + coalesce(sum(case when e.direction = 'in' then e.functional_amount else -e.functional_amount end
-           * case when a.classification = 'liability' then -1 else 1 end), 0)
+  select r.opening_balance + coalesce(sum(l.debit - l.credit), 0)
+           * (select case when a.classification in ('asset', 'expense') then 1 else -1 end
+                from app_public.accounts a where a.id = r.payment_account_id)
     from app_public.reconciliation_clearings c
     join app_public.ledger_events e on e.id = c.event_id and e.status in ('confirmed', 'synced', 'reconciled')
-    join app_public.accounts a on a.id = r.payment_account_id
+    join app_public.journal_lines l on l.entry_id = e.journal_entry_id and l.account_id = r.payment_account_id and not l.voided
    where c.reconciliation_id = r.id
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE; reporting_reader: EXECUTE
@@ -3808,7 +3811,7 @@ declare
   v_lock date;
 begin
   perform 1 from app_public.organizations o where o.id in (select distinct l.organization_id from changed_rows l)
-   order by o.id for share;
+   order by o.id for key share;
   select o.lock_date into v_lock
     from app_public.organizations o
     join (select l.organization_id, min(l.txn_date) as first_day from changed_rows l group by 1) l on l.organization_id = o.id
@@ -3991,7 +3994,9 @@ begin
      (old.organization_id, old.event_type, old.direction, old.merchant_name, old.functional_amount, old.functional_currency,
       old.transaction_date, old.memo, old.category_id, old.payment_account_id, old.tax_amount, old.tax_account_id,
       old.tax_code, old.journal_entry_id, old.reference)
-     or new.status not in ('reconciled', 'confirmed', 'ignored') then
+     or new.status not in ('reconciled', 'confirmed', 'ignored')
+     -- Ignored only by a reversal, which keeps the entry and adds its opposite.
+     or (new.status = 'ignored' and (old.reversal_entry_id is not null or new.reversal_entry_id is null)) then
     perform app_private.fail('Event is reconciled.');
   end if;
   return new;
@@ -4512,6 +4517,10 @@ begin
   r := app_private.lock_reconciliation(reconciliation_id);
   if r.status = 'completed' then perform app_private.fail('Reconciliation is already completed.'); end if;
   if r.status <> 'open' then perform app_private.fail(format('Reconciliation is %s.', r.status)); end if;
+  -- The ticked events, locked before the sum: a reject or a reversal of one of them in flight
+  -- commits first (and its tick no longer counts), or waits for this to complete.
+  perform 1 from app_public.ledger_events e join app_public.reconciliation_clearings c on c.event_id = e.id
+   where c.reconciliation_id = r.id order by e.id for no key update of e;
   v_cleared := app_private.reconciliation_cleared_balance(r);
   if v_cleared <> r.closing_balance then
     perform app_private.fail(format('The difference must be 0.00 to complete the reconciliation; it is %s.',
@@ -4520,10 +4529,10 @@ begin
   -- Ticks of events rejected or reversed since are not part of it.
   delete from app_public.reconciliation_clearings c
    using app_public.ledger_events e
-   where c.reconciliation_id = r.id and e.id = c.event_id and e.status not in ('confirmed', 'synced');
+   where c.reconciliation_id = r.id and e.id = c.event_id and e.status not in ('confirmed', 'synced', 'reconciled');
   update app_public.ledger_events e set status = 'reconciled'
     from app_public.reconciliation_clearings c
-   where c.reconciliation_id = r.id and e.id = c.event_id;
+   where c.reconciliation_id = r.id and e.id = c.event_id and e.status in ('confirmed', 'synced');
   update app_public.reconciliations x set status = 'completed', cleared_balance = v_cleared, completed_at = now()
    where x.id = r.id returning * into r;
   perform app_private.record_webhook_event(organization_id, 'reconciliation.completed', r.id, app_private.reconciliation_json(r));
@@ -4559,6 +4568,10 @@ begin
   if coalesce(e.tax_amount, 0) >= e.functional_amount then perform app_private.fail('Tax amount must be less than the amount.'); end if;
   v_date := case when posting_date is null then e.transaction_date
                  else app_private.parse_date(posting_date, 'Posting date must be a date in YYYY-MM-DD format.') end;
+  -- Later, as when the transaction's own period is locked; never into a period before it.
+  if v_date < e.transaction_date then
+    perform app_private.fail(format('Posting date must not be before the transaction date (%s).', to_char(e.transaction_date, 'YYYY-MM-DD')));
+  end if;
   perform app_private.check_lock_date(organization_id, v_date);
   select p.entry_id into v_entry from app_private.post_journal_entries(array[e.id], v_date) p;
   perform app_private.record_webhook_event(organization_id, 'ledger_event.confirmed', e.id);
@@ -5229,12 +5242,16 @@ begin
   if reconciliation_id is not null then
     select * into v_reconciliation from app_public.reconciliations r where r.id = list_ledger_events.reconciliation_id;
     if not found then perform app_private.fail('Reconciliation not found.', 'AP404'); end if;
-    -- An open one: the account's confirmed events up to the statement date, and those it ticked;
-    -- a completed one: those it cleared (docs/api.md, Closing a period).
+    -- An open one: the events on the account (its payment account, or the other side of a
+    -- transfer) up to the statement date that no other reconciliation of the account cleared, and
+    -- those it ticked; a completed one: those it cleared (docs/api.md, Closing a period).
     v_where := v_where || case when v_reconciliation.status = 'open' then
-      ' and e.payment_account_id = ($14).payment_account_id and e.transaction_date <= ($14).statement_date
-        and (e.status in (''confirmed'', ''synced'')
-             or exists (select 1 from app_public.reconciliation_clearings k where k.event_id = e.id and k.reconciliation_id = ($14).id))'
+      ' and (e.payment_account_id = ($14).payment_account_id or e.category_id = ($14).payment_account_id)
+        and e.transaction_date <= ($14).statement_date
+        and (exists (select 1 from app_public.reconciliation_clearings k where k.event_id = e.id and k.reconciliation_id = ($14).id)
+             or (e.status in (''confirmed'', ''synced'', ''reconciled'')
+                 and not exists (select 1 from app_public.reconciliation_clearings k
+                                  where k.event_id = e.id and k.account_id = ($14).payment_account_id)))'
       else ' and exists (select 1 from app_public.reconciliation_clearings k where k.event_id = e.id and k.reconciliation_id = ($14).id)' end;
   end if;
 
@@ -5260,14 +5277,17 @@ begin
          where e.organization_id = $1 %1$s
          order by %2$s %3$s, e.id %3$s
          limit $12 offset $13) e)
-    select coalesce(jsonb_agg(app_private.ledger_event_json(e, c, p, t, j) order by page.ord), '[]'::jsonb)
+    select coalesce(jsonb_agg(app_private.ledger_event_json(e, c, p, t, j) %4$s order by page.ord), '[]'::jsonb)
       from page
       join app_public.ledger_events e on e.id = page.id
       left join app_public.accounts c on c.id = e.category_id
       left join app_public.accounts p on p.id = e.payment_account_id
       left join app_public.accounts t on t.id = e.tax_account_id
       left join app_public.journal_entries j on j.id = e.journal_entry_id
-  $q$, v_where, v_order, v_dir)
+  $q$, v_where, v_order, v_dir,
+    -- In a reconciliation's list, cleared is whether this one ticked it (a transfer is on two).
+    case when reconciliation_id is null then '' else $c$|| jsonb_build_object('cleared', exists (select 1
+      from app_public.reconciliation_clearings k where k.event_id = e.id and k.reconciliation_id = ($14).id))$c$ end)
     into v_items
     using organization_id, v_status, v_from, v_to, has_document, v_min, v_max, v_accounts, v_categories, v_payments,
           v_pattern, v_limit, v_offset, v_reconciliation;
@@ -5661,24 +5681,33 @@ begin
   r := app_private.lock_reconciliation(reconciliation_id);
   if r.status <> 'open' then perform app_private.fail(format('Reconciliation is %s.', r.status)); end if;
   if cleared then
-    select i.id, e.id as found, e.status, e.payment_account_id, e.transaction_date into bad
+    -- Locked before they are checked: a reject or a reversal in flight commits first (and the
+    -- check sees it), or waits for this tick.
+    perform 1 from app_public.ledger_events e where e.id = any (v_ids) order by e.id for share;
+    select i.id, e.id as found, e.status, e.transaction_date,
+           r.payment_account_id in (e.payment_account_id, e.category_id) as on_account,
+           exists (select 1 from app_public.reconciliation_clearings k
+                    where k.event_id = e.id and k.account_id = r.payment_account_id and k.reconciliation_id <> r.id) as elsewhere
+      into bad
       from unnest(v_ids) i (id)
       left join app_public.ledger_events e on e.id = i.id
-     where e.id is null or e.payment_account_id is distinct from r.payment_account_id
-        or e.status not in ('confirmed', 'synced') or e.transaction_date > r.statement_date
+     where e.id is null or not coalesce(r.payment_account_id in (e.payment_account_id, e.category_id), false)
+        or e.status not in ('confirmed', 'synced', 'reconciled') or e.transaction_date > r.statement_date
+        or exists (select 1 from app_public.reconciliation_clearings k
+                    where k.event_id = e.id and k.account_id = r.payment_account_id and k.reconciliation_id <> r.id)
      limit 1;
     if bad.id is not null then
       perform app_private.fail(case
         when bad.found is null then 'Ledger event not found.'
-        when bad.status = 'reconciled' then 'Event is reconciled.'
-        when bad.payment_account_id is distinct from r.payment_account_id then format('Event %s is not on the account being reconciled.', bad.id)
-        when bad.status not in ('confirmed', 'synced') then format('Event %s is not confirmed.', bad.id)
+        when not coalesce(bad.on_account, false) then format('Event %s is not on the account being reconciled.', bad.id)
+        when bad.elsewhere then 'Event is reconciled.'
+        when bad.status not in ('confirmed', 'synced', 'reconciled') then format('Event %s is not confirmed.', bad.id)
         else format('Event %s is dated after the statement date.', bad.id) end,
         case when bad.found is null then 'AP404' else 'AP400' end);
     end if;
-    insert into app_public.reconciliation_clearings (event_id, organization_id, reconciliation_id)
-      select distinct i, r.organization_id, r.id from unnest(v_ids) i order by 1
-      on conflict (event_id) do nothing;
+    insert into app_public.reconciliation_clearings (event_id, account_id, organization_id, reconciliation_id)
+      select distinct i, r.payment_account_id, r.organization_id, r.id from unnest(v_ids) i order by 1
+      on conflict (event_id, account_id) do nothing;
   else
     delete from app_public.reconciliation_clearings c where c.reconciliation_id = r.id and c.event_id = any (v_ids);
   end if;
@@ -5777,9 +5806,15 @@ begin
   if exists (select 1 from app_public.reconciliations s where s.previous_id = r.id and s.status <> 'undone') then
     perform app_private.fail('Only the account''s latest reconciliation can be undone.');
   end if;
+  -- In id order, as every writer of several events locks them.
+  perform 1 from app_public.ledger_events e join app_public.reconciliation_clearings c on c.event_id = e.id
+   where c.reconciliation_id = r.id order by e.id for no key update of e;
+  -- Back to confirmed unless the other side of a transfer stays reconciled.
   update app_public.ledger_events e set status = 'confirmed'
     from app_public.reconciliation_clearings c
-   where c.reconciliation_id = r.id and e.id = c.event_id and e.status = 'reconciled';
+   where c.reconciliation_id = r.id and e.id = c.event_id and e.status = 'reconciled'
+     and not exists (select 1 from app_public.reconciliation_clearings k join app_public.reconciliations o on o.id = k.reconciliation_id
+                      where k.event_id = e.id and o.id <> r.id and o.status = 'completed');
   delete from app_public.reconciliation_clearings c where c.reconciliation_id = r.id;
   update app_public.reconciliations x set status = 'undone', undone_at = now() where x.id = r.id returning * into r;
   return jsonb_build_object('success', true, 'error', null, 'reconciliation', app_private.reconciliation_json(r));
@@ -6010,7 +6045,7 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_public.update_organization_settings(organization_id uuid, date_order text DEFAULT NULL::text, lock_date text DEFAULT 'keep'::text, fiscal_year_start text DEFAULT NULL::text)
+CREATE OR REPLACE FUNCTION app_public.update_organization_settings(organization_id uuid, date_order text DEFAULT NULL::text, lock_date jsonb DEFAULT NULL::jsonb, fiscal_year_start text DEFAULT NULL::text)
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
@@ -6025,12 +6060,16 @@ begin
           >= substr(fiscal_year_start, 4)) then
     perform app_private.fail('fiscalYearStart must be a day of the year in MM-DD format, such as 01-01 or 04-01.');
   end if;
-  -- The row's lock: postings in flight (which hold it shared, ledger/lock-date.sql) commit first.
+  -- FOR UPDATE, not the update's own lock: it conflicts with the key-share lock every posting
+  -- holds on the row (ledger/lock-date.sql), so postings in flight commit first and later ones
+  -- read the new lock date.
+  perform 1 from app_public.organizations x where x.id = update_organization_settings.organization_id for update;
   update app_public.organizations x set
       date_order = coalesce(update_organization_settings.date_order, x.date_order),
-      lock_date = case when update_organization_settings.lock_date = 'keep' then x.lock_date
-        when update_organization_settings.lock_date is null then null
-        else app_private.parse_date(update_organization_settings.lock_date, 'lockDate must be a date in YYYY-MM-DD format.') end,
+      lock_date = case when update_organization_settings.lock_date is null then x.lock_date
+        when jsonb_typeof(update_organization_settings.lock_date) = 'null' then null
+        else app_private.parse_date(case when jsonb_typeof(update_organization_settings.lock_date) = 'string'
+          then update_organization_settings.lock_date #>> '{}' end, 'lockDate must be a date in YYYY-MM-DD format.') end,
       fiscal_year_start = coalesce(update_organization_settings.fiscal_year_start, x.fiscal_year_start)
    where x.id = update_organization_settings.organization_id
    returning * into o;
@@ -6118,6 +6157,8 @@ CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.contacts FOR EACH 
 CREATE TRIGGER _100_touch_updated BEFORE UPDATE ON app_public.contacts FOR EACH ROW EXECUTE FUNCTION app_private.tg__touch_updated();
 
 CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.intake_addresses FOR EACH ROW WHEN (((NOT (new.address IS NFC NORMALIZED)) OR (NOT (new.label IS NFC NORMALIZED)))) EXECUTE FUNCTION app_private.tg__nfc('address', 'label');
+
+CREATE TRIGGER _300_locked_update AFTER UPDATE ON app_public.journal_entries REFERENCING OLD TABLE AS changed_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__locked();
 
 CREATE CONSTRAINT TRIGGER _900_balanced AFTER INSERT ON app_public.journal_entries DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION app_private.tg_journal__balanced();
 
