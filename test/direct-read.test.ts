@@ -56,6 +56,13 @@ beforeAll(async () => {
   ids.eventId = await bookEvent(h, t, { merchantName: "Staples", amount: "12.50", transactionDate: today },
     { categoryId: acc["Cost of Goods Sold"], paymentId: acc["Chequing"] });
   await call(h, t, CONFIRM, { eventId: ids.eventId }, "confirmLedgerEvent");
+  // A reconciliation of the account, with the event ticked.
+  ids.paymentAccountId = acc["Chequing"];
+  const started = await call(h, t, `mutation($org: UUID!, $a: UUID!, $d: String!) {
+    startReconciliation(organizationId: $org, paymentAccountId: $a, statementDate: $d, closingBalance: "-12.50") { reconciliation { id } } }`,
+  { a: acc["Chequing"], d: today }, "startReconciliation");
+  await call(h, t, `mutation($org: UUID!, $r: UUID!, $e: [UUID!]!) { setCleared(organizationId: $org, reconciliationId: $r, eventIds: $e, cleared: true) { success } }`,
+    { r: started.reconciliation.id, e: [ids.eventId] }, "setCleared");
   // An endpoint (written as the operator would: its URL is never called here) and a delivery to it.
   ids.webhookEndpointId = (await h.owner.query(`insert into app_public.webhook_endpoints (organization_id, url, events, secret_sealed)
     values ($1, 'https://hooks.example.com/in', '{ledger_event.created}', 'v1:sealed') returning id`, [t.organizationId])).rows[0].id;

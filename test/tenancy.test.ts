@@ -48,6 +48,12 @@ beforeAll(async () => {
     const confirmed = await h.gql("mutation($o: UUID!, $e: UUID!) { confirmLedgerEvent(organizationId: $o, eventId: $e) { success } }",
       { o: t.organizationId, e: created.body.data.createLedgerEvent.eventId }, t.apiKey);
     expect(confirmed.body.data.confirmLedgerEvent).toMatchObject({ success: true });
+    // Closing: a reconciliation of chequing with the event ticked.
+    const started = await h.gql(`mutation($o: UUID!, $p: UUID!) { startReconciliation(organizationId: $o, paymentAccountId: $p,
+      statementDate: "2026-01-31", closingBalance: "-5.00") { reconciliation { id } } }`, { o: t.organizationId, p: chequing }, t.apiKey);
+    const ticked = await h.gql("mutation($o: UUID!, $r: UUID!, $e: [UUID!]!) { setCleared(organizationId: $o, reconciliationId: $r, eventIds: $e, cleared: true) { success } }",
+      { o: t.organizationId, r: started.body.data.startReconciliation.reconciliation.id, e: [created.body.data.createLedgerEvent.eventId] }, t.apiKey);
+    expect(ticked.body.data.setCleared).toMatchObject({ success: true });
     // Imports: a bank statement gives an import batch; an operator job leaves its result.
     const imported = await h.gql(`mutation($o: UUID!, $p: UUID!) { importBankStatement(organizationId: $o, paymentAccountId: $p,
       rows: [{ transactionDate: "2026-01-03", description: "Deposit", amount: "20.00", eventType: "income" }]) { success importedCount } }`,
