@@ -1,12 +1,11 @@
-import { createReadStream, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import os from "node:os";
+import { createReadStream, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { importProcessorBalance } from "../src/imports/processor-balance/import.js";
-import { LocalStorage } from "../src/storage/local.js";
 import { runCli } from "./helpers/cli.js";
 import { createTenant, createUser, dataOf, errorOf, jwtFor, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { tempStorage } from "./helpers/temp-storage.js";
 import { until } from "./helpers/until.js";
 import { runJobs } from "./helpers/worker.js";
 import { accountsOf, bookEvent, call, CLASSIFY, createEvent, eventRow, type Accounts } from "./ledger-fixtures.js";
@@ -19,17 +18,13 @@ import { accountsOf, bookEvent, call, CLASSIFY, createEvent, eventRow, type Acco
  * (or with a posting date after the lock date). Postings racing a lock change land before it or
  * are refused.
  */
-const tmp = mkdtempSync(path.join(os.tmpdir(), "lock-date-"));
-const storageDir = path.join(tmp, "storage");
-// Read by the harness's configuration (the worker's storage) and inherited by the CLI's processes.
-process.env.STORAGE_DIR = storageDir;
-const storage = new LocalStorage(storageDir);
+const { tmp, storage, remove } = tempStorage("lock-date-");
 
 let h: Harness;
 beforeAll(async () => { h = await startHarness(); });
 afterAll(async () => {
   await h?.close();
-  rmSync(tmp, { recursive: true, force: true });
+  remove();
 });
 
 const LOCK = "2026-01-31";

@@ -1,7 +1,6 @@
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
-import { createReadStream, mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
+import { createReadStream } from "node:fs";
 import path from "node:path";
 import { Readable } from "node:stream";
 import { text } from "node:stream/consumers";
@@ -9,25 +8,21 @@ import { promisify } from "node:util";
 import { Logger, runOnce } from "graphile-worker";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateProcessorExport } from "../scripts/generate-processor-export.js";
-import { LocalStorage } from "../src/storage/local.js";
 import { StorageNotFound } from "../src/storage/storage.js";
 import { taskList } from "../worker/tasks.js";
 import { startHarness, type Harness } from "./helpers/harness.js";
+import { tempStorage } from "./helpers/temp-storage.js";
 import { until } from "./helpers/until.js";
 
 const run = promisify(execFile);
 const SAMPLE_A = path.resolve("data/samples/processor/processor_balance_sample.csv");
-const tmp = mkdtempSync(path.join(os.tmpdir(), "processor-worker-"));
-const storageDir = path.join(tmp, "storage");
-// The worker's tasks read STORAGE_DIR (through loadConfig) when they first run.
-process.env.STORAGE_DIR = storageDir;
-const storage = new LocalStorage(storageDir);
+const { tmp, storageDir, storage, remove } = tempStorage("processor-worker-");
 
 let h: Harness;
 beforeAll(async () => { h = await startHarness(); });
 afterAll(async () => {
   await h?.close();
-  rmSync(tmp, { recursive: true, force: true });
+  remove();
 });
 
 let orgCount = 0;
