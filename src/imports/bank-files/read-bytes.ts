@@ -1,12 +1,16 @@
-import { readCsvStatement } from "./csv.js";
+import { csvReadOptions, readCsvStatement } from "./csv.js";
 import { parseDateFormatOption } from "./dates.js";
+import { looksLikeCamt053, readCamt053Statement } from "./camt053.js";
+import { MAX_OFX_BYTES } from "./limits.js";
+import { looksLikeMt940, readMt940Statement } from "./mt940.js";
 import { looksLikeOfx, readOfxStatement } from "./ofx.js";
+import { looksLikeQif, readQifStatement } from "./qif.js";
 import { decodeBankFile } from "./read-text.js";
 import { BankFileError } from "./row.js";
 import { bankFile, type BankFile, type BankFileOptions } from "./statement.js";
 
 /**
- * A bank or credit-card statement file held in memory (CSV or OFX 1.x/2.x, told apart by content)
+ * A bank or credit-card statement file held in memory (CSV, OFX 1.x/2.x, QIF, MT940 or camt.053, told apart by content)
  * as statement rows signed from the payment account's side. Throws BankFileError naming the line
  * for a bad file: nothing of a file is imported unless all of it reads. A file on disk is read
  * with readBankStatementFile, which streams a CSV.
@@ -20,5 +24,31 @@ export function readBankFile(bytes: Uint8Array, options: BankFileOptions = {}): 
     }
     return bankFile(readOfxStatement(text), encoding);
   }
-  return bankFile(readCsvStatement(text, { preset: options.preset, map: options.map, dateOrder }), encoding);
+  const whole = wholeFileFormat(text);
+  if (whole) {
+    if (bytes.length > MAX_WHOLE_FILE_BYTES) throw wholeFileTooLarge(bytes.length, whole);
+    if (options.preset || options.map || (options.dateFormat && whole !== "QIF")) {
+      throw new BankFileError(`The file is ${whole}: --preset, --map${whole === "QIF" ? "" : " and --date-format"} apply to CSV files only.`);
+    }
+    const read = whole === "QIF" ? readQifStatement(text, dateOrder) : whole === "MT940" ? readMt940Statement(text) : readCamt053Statement(text);
+    return bankFile(read, encoding);
+  }
+  return bankFile(readCsvStatement(text, { preset: options.preset, map: options.map, dateOrder, ...csvReadOptions(options) }), encoding);
+}
+
+/** QIF, MT940 and camt.053 are read whole (by content, whatever the file's name), up to the size an OFX file may have. */
+export const MAX_WHOLE_FILE_BYTES = MAX_OFX_BYTES;
+
+/** The format of a statement file read whole, other than OFX; undefined for CSV. */
+export function wholeFileFormat(text: string): "QIF" | "MT940" | "camt.053" | undefined {
+  if (looksLikeQif(text)) return "QIF";
+  if (looksLikeMt940(text)) return "MT940";
+  if (looksLikeCamt053(text)) return "camt.053";
+  return undefined;
+}
+
+export function wholeFileTooLarge(bytes: number, format: string): BankFileError {
+  const mb = (n: number) => `${(n / (1024 * 1024)).toFixed(1)} MB`;
+  return new BankFileError(`The file is ${mb(bytes)}; a ${format} statement file may be at most ${mb(MAX_WHOLE_FILE_BYTES)}. ` +
+    "Export a shorter period, or split the file and import each part.");
 }

@@ -2,12 +2,12 @@ import { createReadStream } from "node:fs";
 import { open, stat } from "node:fs/promises";
 import { Readable } from "node:stream";
 import { CsvError, parse } from "csv-parse";
-import { CSV_OPTIONS, csvStatement, notCsv } from "./csv.js";
+import { CSV_OPTIONS, csvReadOptions, csvStatement, detectDelimiter, notCsv } from "./csv.js";
 import type { CsvRecord } from "./csv-layout.js";
 import { parseDateFormatOption } from "./dates.js";
 import { MAX_CSV_BYTES, MAX_OFX_BYTES, MAX_PREAMBLE_ROWS, MAX_STATEMENT_ROWS, tooLarge, tooManyRows } from "./limits.js";
 import { looksLikeOfx } from "./ofx.js";
-import { readBankFile } from "./read-bytes.js";
+import { MAX_WHOLE_FILE_BYTES, readBankFile, wholeFileFormat, wholeFileTooLarge } from "./read-bytes.js";
 import { byteOrderMark, decode, notText, type TextEncodingName } from "./read-text.js";
 import { bankFile, type BankFile, type BankFileOptions } from "./statement.js";
 
@@ -34,20 +34,29 @@ export async function readBankStatementFile(file: string, options: BankFileOptio
     const bytes = await readUpTo(file, MAX_OFX_BYTES);
     return readBankFile(bytes, options);
   }
+  // QIF, MT940 and camt.053: read whole, like OFX, up to their limit.
+  const whole = headReadings(head).map(wholeFileFormat).find((f) => f);
+  if (whole) {
+    if (info.size > MAX_WHOLE_FILE_BYTES) throw wholeFileTooLarge(info.size, whole);
+    const bytes = await readUpTo(file, MAX_WHOLE_FILE_BYTES, (n) => wholeFileTooLarge(n, whole));
+    return readBankFile(bytes, options);
+  }
   if (info.size > MAX_CSV_BYTES) throw tooLarge(info.size, "CSV");
   const dateOrder = options.dateFormat ? parseDateFormatOption(options.dateFormat) : undefined;
   const bom = byteOrderMark(head);
   // UTF-16 by its mark; otherwise UTF-8, and Windows-1252 when the file turns out not to be UTF-8.
   let encoding: TextEncodingName = bom.encoding ?? "utf-8";
   let records: CsvRecord[];
+  // The separator, from the options or the first lines (a separator is ASCII in every encoding read here).
+  const delimiter = csvReadOptions(options).delimiter ?? detectDelimiter(decode(bom.encoding === "utf-16le" || bom.encoding === "utf-16be" ? bom.encoding : "utf-8", head.subarray(bom.length)));
   try {
-    records = await csvRecords(file, encoding, bom.length);
+    records = await csvRecords(file, encoding, bom.length, delimiter);
   } catch (e) {
     if (encoding !== "utf-8" || (e as NodeJS.ErrnoException).code !== "ERR_ENCODING_INVALID_ENCODED_DATA") throw e;
     encoding = "windows-1252";
-    records = await csvRecords(file, encoding, bom.length);
+    records = await csvRecords(file, encoding, bom.length, delimiter);
   }
-  return bankFile(csvStatement(records, { preset: options.preset, map: options.map, dateOrder }), encoding);
+  return bankFile(csvStatement(records, { preset: options.preset, map: options.map, dateOrder, ...csvReadOptions(options), delimiter }), encoding);
 }
 
 async function readHead(file: string): Promise<Buffer> {
@@ -62,19 +71,23 @@ async function readHead(file: string): Promise<Buffer> {
 
 /** Whether the file starts as OFX, read either way a file without a mark may be written. */
 function looksLikeOfxHead(head: Buffer): boolean {
-  const bom = byteOrderMark(head);
-  const body = head.subarray(bom.length);
-  const readings = bom.encoding === "utf-16le" || bom.encoding === "utf-16be" ? [decode(bom.encoding, body)] : [decode("utf-8", body), decode("windows-1252", body)];
-  return readings.some(looksLikeOfx);
+  return headReadings(head).some(looksLikeOfx);
 }
 
-async function readUpTo(file: string, max: number): Promise<Buffer> {
+/** The start of the file as text, read either way a file without a mark may be written. */
+function headReadings(head: Buffer): string[] {
+  const bom = byteOrderMark(head);
+  const body = head.subarray(bom.length);
+  return bom.encoding === "utf-16le" || bom.encoding === "utf-16be" ? [decode(bom.encoding, body)] : [decode("utf-8", body), decode("windows-1252", body)];
+}
+
+async function readUpTo(file: string, max: number, tooBig: (bytes: number) => Error = (n) => tooLarge(n, "OFX")): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let bytes = 0;
   for await (const chunk of createReadStream(file, { highWaterMark: CHUNK_BYTES }) as AsyncIterable<Buffer>) {
     bytes += chunk.length;
     // The file grew after its size was checked.
-    if (bytes > max) throw tooLarge(bytes, "OFX");
+    if (bytes > max) throw tooBig(bytes);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
@@ -85,10 +98,10 @@ async function readUpTo(file: string, max: number): Promise<Buffer> {
  * file). Stops at the first record past the most a statement may hold. A text that is not valid in
  * the encoding throws ERR_ENCODING_INVALID_ENCODED_DATA (UTF-8 only: the others decode any bytes).
  */
-async function csvRecords(file: string, encoding: TextEncodingName, skip: number): Promise<CsvRecord[]> {
+async function csvRecords(file: string, encoding: TextEncodingName, skip: number, delimiter: string): Promise<CsvRecord[]> {
   const input = createReadStream(file, { start: skip, highWaterMark: CHUNK_BYTES });
   const text = Readable.from(decoded(input, encoding));
-  const parser = parse(CSV_OPTIONS);
+  const parser = parse({ ...CSV_OPTIONS, delimiter });
   text.on("error", (e) => parser.destroy(e));
   text.pipe(parser);
   const records: CsvRecord[] = [];

@@ -1,0 +1,204 @@
+import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { BankFileError, readBankFile, readBankStatementFile, type BankFileOptions, type StatementRow } from "../src/imports/bank-files/index.js";
+import { runCli } from "./helpers/cli.js";
+import { createTenant, startHarness, type Harness } from "./helpers/harness.js";
+import { accountsOf, addAccount } from "./ledger-fixtures.js";
+
+const DIR = "test/fixtures/bank-formats";
+const sample = (name: string) => readFileSync(`${DIR}/${name}`);
+const read = (name: string, options: BankFileOptions = {}) => readBankFile(sample(name), options);
+const readText = (text: string, options: BankFileOptions = {}) => readBankFile(Buffer.from(text, "utf8"), options);
+const failure = (f: () => unknown): string => {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(BankFileError);
+    return (e as Error).message;
+  }
+  throw new Error("expected a BankFileError");
+};
+const brief = (rows: StatementRow[]) => rows.map((r) => [r.transactionDate, r.amount, r.description]);
+/** Signed cents of the rows: the statement's net movement. */
+const total = (rows: StatementRow[]) => rows.reduce((s, r) => s + BigInt(r.amount.replace(".", "")), 0n);
+
+describe("QIF", () => {
+  it("a bank register, day-first dates settled by 31.01, thousands commas, a decimal comma, U beside T", () => {
+    const f = read("chequing.qif");
+    expect(f.layout).toBe("QIF, dates D/M/YYYY; UTF-8");
+    expect(f.currency).toBeNull();
+    expect(brief(f.rows)).toEqual([
+      ["2025-01-31", "-1234.56", "NORTHWIND PROPERTIES"],
+      ["2025-02-03", "2500.00", "ACME CONSULTING INC"],
+      ["2025-02-14", "-19.00", "MONTHLY ACCOUNT FEE"],
+      ["2025-02-28", "-12.50", "CAFE LUMIERE"],
+    ]);
+    expect(f.rows[0]).toMatchObject({ line: 2, memo: "January rent; No. 1042", eventType: "expense" });
+    expect(f.rows[0].reference).toBeUndefined();
+    expect(total(f.rows)).toBe(123394n);
+  });
+
+  it("a card register after an !Account list: apostrophe years, Quicken's padded days, a payment as transfer", () => {
+    const f = read("card.qif");
+    expect(brief(f.rows)).toEqual([
+      ["2025-01-05", "-45.99", "STAPLES #221"],
+      ["2025-01-31", "-1020.00", "DELL CANADA"],
+      ["2025-02-15", "500.00", "PAYMENT THANK YOU"],
+    ]);
+    expect(f.rows.map((r) => r.eventType)).toEqual(["expense", "expense", "transfer"]);
+    expect(total(f.rows)).toBe(-56599n);
+  });
+
+  it("dates that read both ways are refused with the flag to give; the flag settles them", () => {
+    expect(failure(() => read("ambiguous.qif"))).toBe('The dates (e.g. "01/02/2025") read as month/day and as day/month: no date in the file settles which. ' +
+      "Say which with --date-format M/D/YYYY or --date-format D/M/YYYY.");
+    expect(brief(read("ambiguous.qif", { dateFormat: "D/M/YYYY" }).rows)).toEqual([["2025-02-01", "-10.00", "COFFEE"], ["2025-04-03", "20.00", "REFUND"]]);
+    expect(brief(read("ambiguous.qif", { dateFormat: "M/D/YYYY" }).rows).map((r) => r[0])).toEqual(["2025-01-02", "2025-03-04"]);
+  });
+
+  it("malformed: a bad amount, a missing amount, a bad date, an unknown header, an unended record, investments", () => {
+    expect(failure(() => read("malformed.qif"))).toBe('Line 7: "TEN DOLLARS" is not an amount.');
+    expect(failure(() => readText("!Type:Bank\nD1/2/2025\nPX\n^\n"))).toBe("Line 2: the transaction has no amount (T).");
+    expect(failure(() => readText("!Type:Bank\nD1/32/2025\nT1.00\nPX\n^\n"))).toMatch(/^Line 2: "1\/32\/2025" is not a date/);
+    expect(failure(() => readText("!Type:Bank\nDyesterday\nT1.00\nPX\n^\n"))).toMatch(/^Line 2: "yesterday" is not a QIF date/);
+    expect(failure(() => readText("!Type:Bank\nD1/20/2025\nT1.005\nPX\n^\n"))).toMatch(/^Line 3: "1.005" has more than 2 decimals/);
+    expect(failure(() => readText("!Type:Invst\nD1/2/2025\nT1.00\n^\n"))).toMatch(/^Line 1: the QIF file holds investment transactions/);
+    expect(failure(() => readText("!Type:Bank\nD1/2/2025\nT1.00\nPX\n!Type:Bank\n"))).toBe("Line 2: the record has no end (^) before the header on line 5.");
+    expect(failure(() => readText("!Type:Bank\nD1/20/2025\nT1.00\nU2.00\nPX\n^\n"))).toMatch(/^Line 4: the U amount "2.00" differs/);
+    expect(failure(() => read("chequing.qif", { preset: "td" }))).toBe("The file is QIF: --preset, --map apply to CSV files only.");
+  });
+});
+
+describe("MT940", () => {
+  it("a SWIFT-wrapped statement: EUR from :60F:, decimal commas, D out, C in, RD in, booking dates, bank references, :86: forms", () => {
+    const f = read("statement.sta");
+    expect(f.currency).toBe("EUR");
+    expect(f.layout).toBe("MT940, 1 statement, currency EUR; UTF-8");
+    expect(brief(f.rows)).toEqual([
+      ["2025-01-31", "-250.50", "NORTHWIND PROPERTIES"],
+      ["2025-02-01", "1200.00", "ACME CONSULTING GMBH"],
+      ["2025-01-31", "10.00", "Fee refund for a charge made in error on 30 January, booked twice by the bank"],
+    ]);
+    expect(f.rows.map((r) => [r.line, r.reference, r.memo])).toEqual([
+      [6, "B5A31X001", "INVOICE 2025-001 RENT JANUARY"], [8, "B5A31X002", "INVOICE 17 CONSULTING"], [10, "B5A31X003", "REVERSED FEE"],
+    ]);
+    // 1000,00 opening + the lines = 1959,50 closing.
+    expect(total(f.rows)).toBe(95950n);
+  });
+
+  it("two statements of one account; RC (a credit reversed) is money out", () => {
+    const f = read("two-statements.mt940");
+    expect(f.currency).toBe("CAD");
+    expect(brief(f.rows)).toEqual([
+      ["2025-02-28", "-75.25", "OFFICE SUPPLIES"],
+      ["2025-03-03", "25.00", "INTEREST"],
+      ["2025-03-04", "-5.00", "CORRECTION OF CREDIT"],
+    ]);
+    expect(total(f.rows)).toBe(-5525n);
+  });
+
+  it("malformed: lines that do not come to the closing balance, a bad :61:, a cut file, 3 decimals", () => {
+    expect(failure(() => read("malformed.mt940"))).toBe("Line 9: the statement REF1's opening balance 500.00 and its 2 lines (-85.25) do not come to its closing balance 424.75: " +
+      "the file is incomplete or not MT940 as written by a bank.");
+    const head = ":20:R\n:25:ACC\n:28C:1\n:60F:C250101EUR0,00\n";
+    expect(failure(() => readText(`${head}:61:250101X1,00NMSC\n:62F:C250101EUR1,00\n`))).toMatch(/^Line 5: ":61:250101X1,00NMSC" is not an MT940 statement line/);
+    expect(failure(() => readText(`${head}:61:250101C1,00NMSC\n:86:X\n`))).toBe("Line 1: the statement R has no closing balance (:62F:); the file is cut short.");
+    expect(failure(() => readText(`${head}:61:250101C1,005NMSC\n:62F:C250101EUR1,00\n`))).toBe("Line 5: the amount 1,005 has more than 2 decimals.");
+    expect(failure(() => readText(`${head}:61:251301C1,00NMSC\n:62F:C250101EUR1,00\n`))).toBe('Line 5: "251301" is not a date (YYMMDD).');
+  });
+});
+
+describe("camt.053", () => {
+  it("two statements: DBIT out, CRDT in, booking Dt or DtTm, names of the other party, Ustrd as memo, AcctSvcrRef, pending left out", () => {
+    const f = read("statement.camt053.xml");
+    expect(f.currency).toBe("CAD");
+    expect(f.layout).toBe("camt.053, 2 statements, currency CAD; UTF-8");
+    expect(brief(f.rows)).toEqual([
+      ["2025-01-10", "-320.25", "Bergblick Treuhand AG"],
+      ["2025-01-20", "2000.00", "Seeblick Hotel & Spa"],
+      ["2025-02-03", "-15.50", "ACCOUNT FEE FEBRUARY"],
+    ]);
+    expect(f.rows.map((r) => [r.line, r.reference, r.memo])).toEqual([
+      [10, "ZKB-20250110-0001", "Invoice 4471 Bookkeeping December"], [23, "ZKB-20250120-0002", undefined], [45, "ZKB-20250203-0003", undefined],
+    ]);
+    expect(f.warnings).toEqual(["Line 34 (entry 3): the entry is pending, not booked; it is left out."]);
+    expect(total(f.rows)).toBe(166425n);
+  });
+
+  it("malformed: a bad amount, broken XML, a DOCTYPE (no entity is expanded), balances that do not add up", () => {
+    expect(failure(() => read("malformed.camt053.xml"))).toBe('Line 13 (entry 2): "1,250.00" in <Amt> is not an amount.');
+    expect(failure(() => read("xxe.camt053.xml"))).toMatch(/^Line 2: the XML has a <!DOCTYPE> or <!ENTITY> declaration/);
+    const broken = sample("statement.camt053.xml").toString("utf8").replace("</Ntry>", "</Ntri>");
+    expect(failure(() => readText(broken))).toMatch(/^Line \d+: the camt\.053 file is not well-formed XML/);
+    const off = sample("statement.camt053.xml").toString("utf8").replace("2679.75", "2679.76");
+    expect(failure(() => readText(off))).toBe("Statement 1: the opening balance 1000.00 and the booked entries (1679.75) do not come to the closing balance 2679.76: the file is incomplete or misread.");
+    const noSign = sample("statement.camt053.xml").toString("utf8").replace("<CdtDbtInd>DBIT</CdtDbtInd>\n        <Sts>BOOK", "<CdtDbtInd>X</CdtDbtInd>\n        <Sts>BOOK");
+    expect(failure(() => readText(noSign))).toBe('Line 10 (entry 1): <CdtDbtInd> is "X", not CRDT or DBIT.');
+  });
+});
+
+describe("chosen by content, whatever the file's name", () => {
+  let dir: string;
+  beforeAll(() => { dir = mkdtempSync(path.join(tmpdir(), "bank-formats-")); });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it.each([
+    ["chequing.qif", "statement.csv", /^QIF/],
+    ["statement.sta", "export.txt", /^MT940/],
+    ["statement.camt053.xml", "download.ofx", /^camt\.053/],
+  ])("%s named %s", async (from, to, layout) => {
+    const file = path.join(dir, to);
+    copyFileSync(`${DIR}/${from}`, file);
+    const streamed = await readBankStatementFile(file);
+    expect(streamed.layout).toMatch(layout);
+    expect(streamed).toEqual(read(from));
+  });
+
+  it("a UTF-8 byte-order mark and CRLF lines change nothing", () => {
+    const qif = Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(sample("card.qif").toString("utf8").replace(/\n/g, "\r\n"))]);
+    expect(brief(readBankFile(qif).rows)).toEqual(brief(read("card.qif").rows));
+  });
+});
+
+describe("import_bank_csv end to end", () => {
+  let h: Harness;
+  beforeAll(async () => { h = await startHarness(); });
+  afterAll(() => h?.close());
+
+  const events = async (account: string) => (await h.owner.query(
+    `select transaction_date::text as date, merchant_name, functional_amount::text as amount, direction, reference
+       from app_public.ledger_events where payment_account_id = $1 order by transaction_date, merchant_name`, [account])).rows;
+  const net = (rows: { amount: string; direction: string }[]) => rows.reduce((s, e) => s + (e.direction === "out" ? -1 : 1) * Math.round(Number(e.amount) * 100), 0);
+
+  it.each([
+    ["QIF", "card.qif", "card", 3, -56599],
+    ["MT940", "two-statements.mt940", "chequing", 3, -5525],
+    ["camt.053", "statement.camt053.xml", "chequing", 3, 166425],
+  ])("%s: %s imports its rows once", async (_format, file, into, count, cents) => {
+    const t = await createTenant(h);
+    const card = await addAccount(h, t, "Business Visa", "credit_card", "liability");
+    const account = into === "card" ? card : (await accountsOf(h, t)).Chequing;
+    const name = into === "card" ? "Business Visa" : "Chequing";
+    const first = await runCli(h.databaseUrl, "import_bank_csv", `${DIR}/${file}`, "--org-name", t.name, "--payment-account", name, "--json");
+    expect(first.code, first.stderr || first.stdout).toBe(0);
+    expect(first.json).toMatchObject({ importedCount: count, skippedCount: 0 });
+    const booked = await events(account);
+    expect(booked).toHaveLength(count);
+    expect(net(booked)).toBe(cents);
+    const again = await runCli(h.databaseUrl, "import_bank_csv", `${DIR}/${file}`, "--org-name", t.name, "--payment-account", name, "--json");
+    expect(again.json).toMatchObject({ importedCount: 0, skippedCount: count });
+  });
+
+  it("a malformed file of each format writes nothing and names its line", async () => {
+    const t = await createTenant(h);
+    for (const [file, message] of [["malformed.qif", 'Line 7: "TEN DOLLARS" is not an amount.'], ["malformed.mt940", "Line 9: the statement REF1's"],
+      ["malformed.camt053.xml", "Line 13 (entry 2)"]]) {
+      const r = await runCli(h.databaseUrl, "import_bank_csv", `${DIR}/${file}`, "--org-name", t.name, "--payment-account", "Chequing", "--json");
+      expect(r.code).toBe(1);
+      expect(r.json.error).toContain(`${DIR}/${file}: ${message}`);
+    }
+    expect(await events((await accountsOf(h, t)).Chequing)).toHaveLength(0);
+  });
+});
