@@ -71,7 +71,7 @@ class Notes {
     else this.byKind.set(kind, { text, more: 0 });
   }
   list(): string[] {
-    return [...this.byKind.values()].map(({ text, more }) => more === 0 ? text : `${text} (${more} more like it in the file)`);
+    return [...this.byKind.values()].map(({ text, more }) => more === 0 ? text : `${text.replace(/\.$/, "")} (and ${more} more like it in the file).`);
   }
 }
 
@@ -135,10 +135,11 @@ function parseBody(text: string, start: number, notes: Notes, declaredXml: boole
   let done = false;
 
   const parent = () => stack[stack.length - 1];
-  const addText = (s: string, line: number) => {
+  /** Text from `pos`: a pending element's value, else (when not blank) text outside any element. */
+  const addText = (s: string, pos: number) => {
     if (pending) pending.parts.push(s);
     else if (/\S/.test(s)) {
-      if (stray.length === 0) strayLine = line;
+      if (stray.length === 0) strayLine = lineOf(pos + s.search(/\S/));
       stray.push(s);
     }
   };
@@ -236,8 +237,8 @@ function parseBody(text: string, start: number, notes: Notes, declaredXml: boole
   let i = start;
   while (i < n && !done) {
     const lt = text.indexOf("<", i);
-    if (lt === -1) { addText(decodeEntities(text.slice(i), lineOf(i), notes), lineOf(i)); break; }
-    if (lt > i) addText(decodeEntities(text.slice(i, lt), lineOf(i), notes), lineOf(i));
+    if (lt === -1) { addText(decodeEntities(text.slice(i), lineOf(i), notes), i); break; }
+    if (lt > i) addText(decodeEntities(text.slice(i, lt), lineOf(i), notes), i);
     const line = lineOf(lt);
     if (text.startsWith("<!--", lt)) {
       const end = text.indexOf("-->", lt + 4);
@@ -248,7 +249,7 @@ function parseBody(text: string, start: number, notes: Notes, declaredXml: boole
     if (text.slice(lt, lt + 9).toUpperCase() === "<![CDATA[") {
       const end = text.indexOf("]]>", lt + 9);
       if (end < 0) throw new BankFileError(`Line ${line}: a CDATA section (<![CDATA[) is never closed (no ]]>).`);
-      addText(text.slice(lt + 9, end), line);
+      addText(text.slice(lt + 9, end), lt + 9);
       i = end + 3;
       continue;
     }
@@ -276,7 +277,7 @@ function parseBody(text: string, start: number, notes: Notes, declaredXml: boole
     const end = nameEnd < 0 ? -1 : tagEnd(nameEnd);
     if (end < 0 || (nameEnd < end && !isSpace(text.charCodeAt(nameEnd)) && text.charCodeAt(nameEnd) !== 47)) {
       notes.add("bare-lt", `Line ${line}: a "<" that starts no tag is read as text.`);
-      addText("<", line);
+      addText("<", lt);
       i = lt + 1;
       continue;
     }
@@ -428,7 +429,7 @@ function transactionRow(t: El, s: Statement, notes: Notes, warnings: string[]): 
     else if (fitid) description = fitid;
     else throw new BankFileError(`${where}: the transaction has no <NAME>, <MEMO>, <PAYEE>, <CHECKNUM> or <FITID> to describe it.`);
     const from = payee ? "the payee's <NAME> in <PAYEE>" : checkNumber ? "its <CHECKNUM>" : "its <FITID>";
-    notes.add("description", `${where}: the transaction has neither <NAME> nor <MEMO>; its description is ${from}: "${description}".`);
+    notes.add(`description-${payee ? "payee" : checkNumber ? "checknum" : "fitid"}`, `${where}: the transaction has neither <NAME> nor <MEMO>; its description is ${from}: "${description}".`);
   }
   const currency = (value(child(t, "CURRENCY"), "CURSYM") || s.currency).toUpperCase();
   return {
@@ -491,7 +492,8 @@ function ofxAmount(written: string, where: string, notes: Notes): { value?: stri
   if (/^\d*,\d{1,2}$/.test(digits)) plain = `${sign}${digits.replace(",", ".")}`;
   else if (/^\d{1,3}(?:\.\d{3})+,\d{1,2}$/.test(digits)) plain = `${sign}${digits.replace(/\./g, "").replace(",", ".")}`;
   const amount = parseAmount(plain);
-  if (amount.problem) return { problem: amount.problem };
+  // parseAmount's own hints name CSV options; an OFX amount gets only what is wrong with it.
+  if (amount.problem) return { problem: /more than 2 decimals/.test(amount.problem) ? "has more than 2 decimals (the books keep cents; an amount is never rounded)" : "is not an amount" };
   if (plain !== s) notes.add("decimal-comma", `${where}: <TRNAMT> "${written}" is written with a decimal comma; it is read as ${amount.value}.`);
   return { value: amount.value };
 }
