@@ -16,9 +16,9 @@ export const bankImportCommands: Record<string, Command> = {
   import_bank_csv: {
     usage: "import_bank_csv FILE --org-name N --payment-account NAME [--preset rbc|td|cibc] " +
       "[--map date=COL,description=COL,amount=COL[,indicator=COL] | --map date=COL,description=COL,debit=COL,credit=COL] " +
-      "[--date-format M/D/YYYY|D/M/YYYY|YYYY-MM-DD] [--dry-run]",
+      "[--date-format M/D/YYYY|D/M/YYYY|YYYY-MM-DD|DD.MM.YYYY|D/M/YY] [--delimiter ,|;|tab|pipe] [--decimal comma|point] [--dry-run]",
     options: {
-      "org-name": string, "payment-account": string, preset: string, map: string, "date-format": string,
+      "org-name": string, "payment-account": string, preset: string, map: string, "date-format": string, delimiter: string, decimal: string,
       "dry-run": { type: "boolean" },
     },
     async run(ctx) {
@@ -103,7 +103,9 @@ function onlyFile(ctx: CommandContext): string {
 async function readStatement(file: string, ctx: CommandContext) {
   const option = (name: string) => ctx.args.values[name] as string | undefined;
   try {
-    return await readBankStatementFile(file, { preset: option("preset"), map: option("map"), dateFormat: option("date-format") });
+    return await readBankStatementFile(file, {
+      preset: option("preset"), map: option("map"), dateFormat: option("date-format"), delimiter: option("delimiter"), decimal: option("decimal"),
+    });
   } catch (e) {
     if (e instanceof BankFileError) throw new CliError(`${file}: ${e.message}`);
     const code = (e as NodeJS.ErrnoException).code;

@@ -1,31 +1,108 @@
 /**
  * Amount cells as banks write them, to the exact decimal string the SQL functions take: no
  * floating point anywhere, so "0.1" + nothing stays "0.10" and 1,250.00 never becomes 1249.9999.
+ * A CSV column's decimal mark (comma or point) is settled for the whole column (csv.ts,
+ * decimalMarkOf), never guessed cell by cell: "1,234" is one thousand two hundred and thirty-four
+ * in every row or 1.234 (refused: more than 2 decimals) in every row.
  */
 
 /** `{ value }`: a signed amount with exactly 2 decimals ("-19.00"); `{ problem }`: why the cell is not one. */
-export type ParsedAmount = { value: string; problem?: undefined } | { value?: undefined; problem: string };
+export type ParsedAmount =
+  | { value: string; currency?: string; problem?: undefined }
+  | { value?: undefined; currency?: undefined; problem: string };
 
-// 1,250.00 / 1250.00 / 1250 / .50, after the sign, parentheses and currency symbol are taken off.
-const NUMBER = /^(?:(\d{1,3}(?:,\d{3})+)|(\d+))?(?:\.(\d+))?$/;
+export type DecimalMark = "comma" | "point";
 
-export function parseAmount(cell: string, { decimalComma = false } = {}): ParsedAmount {
-  let s = cell.trim().replace(/\s+/g, "");
-  if (decimalComma && /^[-+−]?\d+,\d+$/.test(s)) s = s.replace(",", ".");
+/** The cell without its sign, parentheses and currency (a symbol or a code, before or after): the number as written. */
+interface Split { negative: boolean; number: string; currency?: string }
+
+const SPACES = /[\u00a0\u202f\u2007\u2009]/g;
+const PREFIX_CURRENCY = /^(?:([A-Z]{3})(?![A-Z])\$?|[A-Z]{0,2}\$|[€£¥₹])\s*/;
+const SUFFIX_CURRENCY = /\s*(?:(?<![A-Z])([A-Z]{3})|[A-Z]{0,2}\$|[€£¥₹])$/;
+
+function splitCell(cell: string): Split | undefined {
+  let s = cell.replace(SPACES, " ").trim();
   let negative = false;
-  // Accountants' (19.00), a leading or trailing minus (including the Unicode one), a leading $.
+  let signs = 0;
+  const currencies: string[] = [];
+  // Accountants' (19.00), a leading or trailing minus (including the Unicode one), $12.00, -€12,50, 12.50 EUR, CAD 12.00.
   const parens = /^\((.*)\)$/.exec(s);
-  if (parens) { negative = true; s = parens[1]; }
-  if (/^[-−]/.test(s)) { negative = !negative; s = s.slice(1); } else if (s.startsWith("+")) s = s.slice(1);
-  if (s.startsWith("$")) s = s.slice(1);
-  if (!parens && s.endsWith("-")) { negative = !negative; s = s.slice(0, -1); }
-  const m = NUMBER.exec(s);
-  if (!s || !m || (m[1] === undefined && m[2] === undefined && m[3] === undefined)) return { problem: "is not an amount" };
-  const whole = ((m[1] ?? m[2] ?? "0").replace(/,/g, "").replace(/^0+(?=\d)/, "")) || "0";
-  const fraction = (m[3] ?? "").replace(/0+$/, "");
-  if (fraction.length > 2) return { problem: "has more than 2 decimals" };
-  const value = `${whole}.${fraction.padEnd(2, "0")}`;
-  return { value: negative && !isZero(value) ? `-${value}` : value };
+  if (parens) { negative = true; s = parens[1].trim(); }
+  for (let i = 0; i < 3; i++) {
+    const sign = /^([-−+])\s*/.exec(s);
+    const money = sign ? null : PREFIX_CURRENCY.exec(s);
+    if (sign) { if (sign[1] !== "+") negative = !negative; signs++; s = s.slice(sign[0].length); } else if (money) { if (money[1]) currencies.push(money[1]); s = s.slice(money[0].length); } else break;
+  }
+  for (let i = 0; i < 3; i++) {
+    const sign = /\s*[-−]$/.exec(s);
+    const money = sign ? null : SUFFIX_CURRENCY.exec(s);
+    if (sign) { negative = !negative; signs++; s = s.slice(0, sign.index); } else if (money) { if (money[1]) currencies.push(money[1]); s = s.slice(0, money.index); } else break;
+  }
+  if (signs > 1 || new Set(currencies).size > 1 || !/^[\d.,' ’]*$/.test(s) || !/\d/.test(s)) return undefined;
+  return { negative, number: s, ...(currencies.length ? { currency: currencies[0] } : {}) };
+}
+
+/** The number read with that decimal mark: the other mark, a space or an apostrophe may group thousands (by 3). */
+function readNumber(number: string, mark: DecimalMark): { whole: string; fraction: string } | undefined {
+  const [decimal, thousands] = mark === "comma" ? [",", "."] : [".", ","];
+  const parts = number.split(decimal);
+  if (parts.length > 2) return undefined;
+  const [integer, fraction = ""] = parts;
+  if (parts.length === 2 && !/^\d+$/.test(fraction)) return undefined;
+  if (integer === "" && fraction === "") return undefined;
+  const separators = integer.match(/[^\d]/g) ?? [];
+  if (separators.length > 0) {
+    const sep = separators[0];
+    if (sep !== thousands && sep !== " " && sep !== "'" && sep !== "’") return undefined;
+    if (!integer.split(sep).every((g, i) => (i === 0 ? /^\d{1,3}$/ : /^\d{3}$/).test(g))) return undefined;
+  }
+  const whole = integer.replace(/[^\d]/g, "").replace(/^0+(?=\d)/, "") || "0";
+  return { whole, fraction };
+}
+
+const valueOf = (r: { whole: string; fraction: string }) => `${r.whole}.${r.fraction.replace(/0+$/, "")}`;
+
+/**
+ * What the cell says of its column's decimal mark: "comma" or "point" when only that mark reads it
+ * (12,50; 1,234.56), "either" when both read it differently (1,234; 1.500), undefined when both read
+ * it the same (19; 1 234) or it is no amount.
+ */
+export function decimalHint(cell: string): DecimalMark | "either" | undefined {
+  const split = splitCell(cell);
+  if (!split) return undefined;
+  const [point, comma] = [readNumber(split.number, "point"), readNumber(split.number, "comma")];
+  if (point && comma) return valueOf(point) === valueOf(comma) ? undefined : "either";
+  return point ? "point" : comma ? "comma" : undefined;
+}
+
+/** Shaped like an amount with either mark (detection: which columns hold amounts, and their signs). */
+export function amountShape(cell: string): { negative: boolean; zero: boolean } | undefined {
+  const split = splitCell(cell);
+  if (!split || (!readNumber(split.number, "point") && !readNumber(split.number, "comma"))) return undefined;
+  const zero = !/[1-9]/.test(split.number);
+  return { negative: split.negative && !zero, zero };
+}
+
+/**
+ * The cell as an amount. `decimal`: the column's mark (a point when not given). `decimalComma`
+ * (OFX, QIF): a lone comma is the decimal mark (12,50), otherwise a point.
+ */
+export function parseAmount(cell: string, { decimalComma = false, decimal }: { decimalComma?: boolean; decimal?: DecimalMark } = {}): ParsedAmount {
+  const split = splitCell(cell);
+  if (!split) return { problem: "is not an amount" };
+  const mark: DecimalMark = decimal ?? (decimalComma && split.number.includes(",") && !split.number.includes(".") ? "comma" : "point");
+  const read = readNumber(split.number, mark);
+  if (!read) {
+    const other = mark === "comma" ? "point" : "comma";
+    return { problem: decimal && readNumber(split.number, other) ? `is not an amount with a decimal ${mark} (--decimal ${decimal})` : "is not an amount" };
+  }
+  const fraction = read.fraction.replace(/0+$/, "");
+  if (fraction.length > 2) {
+    // Never rounded: the books keep cents. The column's own amounts settled its mark, so the cell is wrong.
+    return { problem: "has more than 2 decimals" };
+  }
+  const value = `${read.whole}.${fraction.padEnd(2, "0")}`;
+  return { value: split.negative && !isZero(value) ? `-${value}` : value, ...(split.currency ? { currency: split.currency } : {}) };
 }
 
 export function isZero(amount: string): boolean {

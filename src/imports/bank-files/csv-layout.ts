@@ -1,4 +1,4 @@
-import { isZero, parseAmount } from "./amounts.js";
+import { amountShape } from "./amounts.js";
 import { isDateShaped, type DateOrder } from "./dates.js";
 import { BankFileError } from "./row.js";
 
@@ -22,6 +22,8 @@ export interface CsvLayout {
     | { kind: "indicated"; columns: number[]; indicator: number };
   memo?: number;
   reference?: number;
+  /** A column of currency codes (EUR, CAD): each row's amount is in its row's code. */
+  currency?: number;
   /** The date orders the bank writes (a preset's); detection picks among them. */
   dateOrders?: DateOrder[];
 }
@@ -58,8 +60,8 @@ export function splitHeader(records: CsvRecord[]): { header?: CsvRecord; data: C
   return { header: candidate && candidate.cells.length > 1 ? candidate : undefined, data: records.slice(first) };
 }
 
-const isAmountCell = (cell: string) => cell.trim() !== "" && parseAmount(cell).value !== undefined;
-const isNegativeCell = (cell: string) => (parseAmount(cell).value ?? "").startsWith("-");
+const isAmountCell = (cell: string) => cell.trim() !== "" && amountShape(cell) !== undefined;
+const isNegativeCell = (cell: string) => amountShape(cell)?.negative === true;
 const cell = (r: CsvRecord, column: number) => (r.cells[column] ?? "").trim();
 
 /**
@@ -69,7 +71,7 @@ const cell = (r: CsvRecord, column: number) => (r.cells[column] ?? "").trim();
  * first filled of them (amount). An amount column headed `CAD$`, `USD$`… is in that currency.
  */
 export function mapLayout(spec: string, header: CsvRecord | undefined): CsvLayout {
-  const keys = ["date", "description", "amount", "debit", "credit", "indicator", "memo", "reference"];
+  const keys = ["date", "description", "amount", "debit", "credit", "indicator", "memo", "reference", "currency"];
   const fields = new Map<string, number[]>();
   for (const part of spec.split(",")) {
     const eq = part.indexOf("=");
@@ -99,7 +101,7 @@ export function mapLayout(spec: string, header: CsvRecord | undefined): CsvLayou
     amount: !amount ? { kind: "split", debit: debit!, credit: credit! }
       : indicator !== undefined ? { kind: "indicated", columns: amount, indicator }
       : { kind: "signed", columns: amount, ...(currencies?.some((c) => c) ? { currencies } : {}) },
-    memo: one("memo"), reference: one("reference"),
+    memo: one("memo"), reference: one("reference"), currency: one("currency"),
   };
 }
 
@@ -155,9 +157,28 @@ function columnFacts(data: CsvRecord[]): ColumnFacts[] {
 
 /** An amount that is not zero: "0.00" in the column a row does not use counts as empty. */
 export const isPresentAmount = (cell: string) => {
-  const value = cell.trim() === "" ? undefined : parseAmount(cell).value;
-  return value !== undefined && !isZero(value);
+  const shape = cell.trim() === "" ? undefined : amountShape(cell);
+  return shape !== undefined && !shape.zero;
 };
+
+/**
+ * Whether amounts beside an indicator column are signed already, the indicator's way: every DR row
+ * negative (and no CR row negative). Then what is wrong is reading them by the indicator, which
+ * would turn every debit into money in. Says how, or undefined when the amounts are unsigned
+ * (a few negatives beside DR being reversals).
+ */
+export function indicatorAlreadySigned(data: CsvRecord[], columns: number[], indicator: number): string | undefined {
+  let [debits, negativeDebits, negativeCredits] = [0, 0, 0];
+  for (const r of data) {
+    const amount = columns.map((c) => cell(r, c)).find((c) => c !== "");
+    if (amount === undefined || !isPresentAmount(amount)) continue;
+    const direction = indicatorDirection(cell(r, indicator));
+    const negative = isNegativeCell(amount);
+    if (direction === "out") { debits++; if (negative) negativeDebits++; } else if (direction === "in" && negative) negativeCredits++;
+  }
+  if (debits === 0 || negativeDebits < debits) return undefined;
+  return `every one of the ${debits} debit rows is negative${negativeCredits ? `, and ${negativeCredits} credit rows too` : ""}`;
+}
 
 /** DR / D / Debit: money out of the account; CR / C / Credit: money in. Undefined: not an indicator. */
 export function indicatorDirection(cell: string): "out" | "in" | undefined {
@@ -182,11 +203,16 @@ const HEADER_NAMES = {
   maybeIndicator: /^(?:(?:transaction\s*)?type|sign|dr\s*cr)$/i,
 };
 
-/** `CAD$` → CAD: the currency of an amount column, when its header names it (RBC). */
+/** `CAD$` → CAD, `Amount (EUR)` → EUR, `Amount EUR` → EUR: the currency of an amount column, when its header names it. */
 export function currencyOfHeader(name: string | undefined): string | undefined {
-  const m = /^([A-Z]{3})\s?\$$/i.exec((name ?? "").trim());
+  const text = (name ?? "").trim();
+  const m = /^([A-Z]{3})\s?\$$/i.exec(text) ?? /[([]\s*([A-Z]{3})\s*[)\]]$/.exec(text) ?? /^(?:amount|montant|betrag|importe|bedrag)\s+(?:in\s+)?([A-Z]{3})$/i.exec(text);
   return m ? m[1].toUpperCase() : undefined;
 }
+
+/** A header naming a column of currency codes. */
+const CURRENCY_HEADER = /^(?:currency(?:\s*code)?|ccy|curr\.?|devise|w[äa]hrung|valuta|moneda)$/i;
+export const isCurrencyCode = (cell: string) => /^[A-Z]{3}$/.test(cell.trim());
 
 const HOW_TO_SAY = "Give --preset rbc|td|cibc, or --map date=COL,description=COL,debit=COL,credit=COL " +
   "(withdrawals or purchases, deposits or payments), or --map date=COL,description=COL,amount=COL (a signed amount, negative = money out).";
@@ -226,6 +252,16 @@ export function detectLayout(header: CsvRecord | undefined, data: CsvRecord[]): 
   const date = dateColumns.find((i) => /trans/i.test(names[i] ?? "")) ?? dateColumns[0];
 
   const numberColumn = (i: number) => i !== date && facts[i].filled > 0 && facts[i].amounts === facts[i].filled;
+  const currency = names.findIndex((n, i) => CURRENCY_HEADER.test(n) && facts[i]?.filled > 0 && data.every((r) => cell(r, i) === "" || isCurrencyCode(cell(r, i))));
+  // A description is never a column of dates or of amounts ("Value Date", a balance).
+  const notText = (i: number) => i === date || i === currency || facts[i].filled === 0 || facts[i].dates + facts[i].amounts >= facts[i].filled;
+  const pickDescription = (exclude: number[]): number[] => {
+    const byName = named(HEADER_NAMES.description, exclude).filter((i) => !notText(i));
+    if (byName.length > 0) return byName;
+    const text = facts.map((f, i) => i).filter((i) => !exclude.includes(i) && !notText(i));
+    const best = text.reduce<number | undefined>((b, i) => (b === undefined || facts[i].distinct > facts[b].distinct ? i : b), undefined);
+    return best === undefined ? [] : [best];
+  };
   const allIndicators = (i: number) => i !== date && facts[i].filled === data.length && facts[i].indicators === data.length;
   // A "Debit/Credit" column holding amounts is a signed amount, not an indicator.
   const indicatorColumns = [
@@ -249,7 +285,7 @@ export function detectLayout(header: CsvRecord | undefined, data: CsvRecord[]): 
     if (unnamed >= 0) {
       throw cannotTell(`${label(unnamed)} holds debit/credit words (${[...new Set(data.map((r) => cell(r, unnamed)))].slice(0, 4).join(", ")}) ` +
         `but ${header ? "its header does not say it is a debit/credit indicator" : "the file has no header row to say it is a debit/credit indicator"}`,
-        `If it is one, give --map date=COL,description=COL,amount=COL,indicator=COL.`);
+        indicatorSuggestion(unnamed));
     }
     if (namedSigned.length > 0) {
       if (namedSigned.every((i) => facts[i]?.negatives === 0)) {
@@ -264,14 +300,30 @@ export function detectLayout(header: CsvRecord | undefined, data: CsvRecord[]): 
   const amountColumns = amount.kind === "split" ? [amount.debit, amount.credit]
     : amount.kind === "indicated" ? [...amount.columns, amount.indicator] : amount.columns;
 
-  let description = named(HEADER_NAMES.description, [date, ...amountColumns]);
-  if (description.length === 0) {
-    const text = facts.map((f, i) => i).filter((i) => i !== date && !amountColumns.includes(i) && !numberColumn(i) && facts[i].filled > 0);
-    const best = text.reduce<number | undefined>((b, i) => (b === undefined || facts[i].distinct > facts[b].distinct ? i : b), undefined);
-    if (best === undefined) throw new BankFileError("No column holds descriptions: give --map date=COL,description=COL,amount=COL (or a --preset).");
-    description = [best];
+  const description = pickDescription([date, ...amountColumns]);
+  if (description.length === 0) throw new BankFileError("No column holds descriptions (text other than dates and amounts): give --map date=COL,description=COL,amount=COL (or a --preset).");
+  return { layout: { date, description, amount, ...(currency >= 0 ? { currency } : {}) }, warnings };
+
+  /**
+   * The --map to give when the indicator column is one, checked before it is offered: an amount
+   * column filled on every row whose amounts are all unsigned (or all negative) and a description.
+   * Amounts already signed both ways are read as they are signed, never turned by an indicator.
+   */
+  function indicatorSuggestion(indicator: number): string {
+    const generic = "If it is one, give --map date=COL,description=COL,amount=COL,indicator=COL.";
+    const amounts = facts.map((_, i) => i).filter((i) => numberColumn(i) && facts[i].filled === data.length);
+    if (amounts.length === 0) return generic;
+    const column = amounts[0];
+    const [description] = pickDescription([date, column, indicator]);
+    if (description === undefined) return generic;
+    const signed = indicatorAlreadySigned(data, [column], indicator);
+    if (signed) {
+      return `${label(column)} holds amounts already signed (${signed}): they are read as signed, not turned by the indicator. ` +
+        `If that is right, give --map date=${date + 1},description=${description + 1},amount=${column + 1}.`;
+    }
+    return `If it is one (an unsigned amount in ${label(column)}), give --map date=${date + 1},description=${description + 1},amount=${column + 1},indicator=${indicator + 1} ` +
+      `(--map date=COL,description=COL,amount=COL,indicator=COL).`;
   }
-  return { layout: { date, description, amount }, warnings };
 }
 
 function detectAmount(header: CsvRecord | undefined, data: CsvRecord[], facts: ColumnFacts[], numberColumn: (i: number) => boolean): CsvLayout["amount"] {

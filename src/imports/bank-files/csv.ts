@@ -1,27 +1,108 @@
 import { parse } from "csv-parse/sync";
-import { absolute, isZero, negate, parseAmount } from "./amounts.js";
+import { absolute, amountShape, decimalHint, isZero, negate, parseAmount, type DecimalMark } from "./amounts.js";
 import {
-  detectLayout, describeLayout, indicatorDirection, isPresentAmount, mapLayout, presetLayout, splitHeader, type CsvLayout, type CsvRecord,
+  currencyOfHeader, detectLayout, describeLayout, indicatorAlreadySigned, indicatorDirection, isPresentAmount, mapLayout, presetLayout, splitHeader,
+  type CsvLayout, type CsvRecord,
 } from "./csv-layout.js";
-import { DATE_FORMAT_LABEL, detectDateOrder, toIsoDate, type DateOrder } from "./dates.js";
+import { DATE_FORMAT_LABEL, detectDateOrder, isDateShaped, toIsoDate, type DateOrder } from "./dates.js";
 import { eventTypeFor } from "./event-type.js";
 import { checkStatementLength } from "./limits.js";
 import { BankFileError, type StatementRow } from "./row.js";
 
-export interface CsvOptions { preset?: string; map?: string; dateOrder?: DateOrder }
+export interface CsvOptions {
+  preset?: string; map?: string; dateOrder?: DateOrder;
+  /** The field separator (detectDelimiter when not given: the file's content says). */
+  delimiter?: string;
+  /** `--decimal comma|point`: the amounts' decimal mark, when a column does not settle it. */
+  decimal?: string;
+}
+
+/** The separators a bank file may use, tried in this order when the content does not settle it. */
+const DELIMITERS = [",", ";", "\t", "|"] as const;
+const DELIMITER_NAMES: Record<string, string> = { ",": "comma", ";": "semicolon", "\t": "tab", "|": "pipe" };
+
+/** `--delimiter ,|;|tab|pipe`'s value as the character. */
+export function parseDelimiterOption(value: string): string {
+  const v = value.trim().toLowerCase();
+  const found = v === "" && value.includes("\t") ? "\t"
+    : DELIMITERS.find((d) => d === v || DELIMITER_NAMES[d] === v || (d === "\t" && v === "\\t"));
+  if (!found) throw new BankFileError(`--delimiter must be one of , ; tab pipe (also comma, semicolon) (got "${value}").`);
+  return found;
+}
+
+/** `--decimal comma|point`'s value. */
+export function parseDecimalOption(value: string | undefined): DecimalMark | undefined {
+  if (value === undefined) return undefined;
+  const v = value.trim().toLowerCase();
+  if (v === "comma" || v === ",") return "comma";
+  if (v === "point" || v === "." || v === "dot") return "point";
+  throw new BankFileError(`--decimal must be comma or point (got "${value}").`);
+}
+
+/**
+ * The field separator of a CSV text (its first lines; quoted fields respected): of comma,
+ * semicolon, tab and pipe, the one found the same number of times on the most lines (a preamble
+ * line may differ), the more often per line on a tie. A decimal comma (12,50) is in some lines
+ * only, or as often as the separator in none of the header: the semicolon wins there.
+ */
+export function detectDelimiter(text: string): string {
+  const counts = new Map<string, number[]>(DELIMITERS.map((d) => [d, []]));
+  let quoted = false;
+  let line = new Map<string, number>();
+  let previous = "\n";
+  let lines = 0;
+  const end = () => {
+    if ([...line.values()].some((n) => n > 0)) for (const d of DELIMITERS) counts.get(d)!.push(line.get(d) ?? 0);
+    line = new Map();
+    lines++;
+  };
+  for (let i = 0; i < text.length && lines < 50; i++) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '"') {
+        if (text[i + 1] === '"') i++;
+        else quoted = false;
+      }
+    } else if (c === '"' && (previous === "\n" || previous === "\r" || (DELIMITERS as readonly string[]).includes(previous) || previous === " ")) {
+      quoted = true;
+    } else if (c === "\n") {
+      end();
+    } else if ((DELIMITERS as readonly string[]).includes(c)) {
+      line.set(c, (line.get(c) ?? 0) + 1);
+    }
+    previous = c;
+  }
+  if (!quoted && lines < 50) end();
+  let best: { d: string; lines: number; per: number } | undefined;
+  for (const d of DELIMITERS) {
+    const per = counts.get(d)!.filter((n) => n > 0);
+    if (per.length === 0) continue;
+    const frequency = new Map<number, number>();
+    for (const n of per) frequency.set(n, (frequency.get(n) ?? 0) + 1);
+    const [mode, modeLines] = [...frequency].reduce((a, b) => (b[1] > a[1] || (b[1] === a[1] && b[0] > a[0]) ? b : a));
+    if (!best || modeLines > best.lines || (modeLines === best.lines && mode > best.per)) best = { d, lines: modeLines, per: mode };
+  }
+  return best?.d ?? ",";
+}
+
+export const delimiterName = (d: string) => DELIMITER_NAMES[d] ?? JSON.stringify(d);
 
 export interface CsvStatement { rows: StatementRow[]; warnings: string[]; layout: string }
 
 /** A bank CSV export's rows, read by a preset, a `--map` or the layout detected from the content. */
 export function readCsvStatement(text: string, options: CsvOptions): CsvStatement {
-  return csvStatement(records(text), options);
+  const delimiter = options.delimiter ?? detectDelimiter(text);
+  return csvStatement(records(text, delimiter), { ...options, delimiter });
 }
 
 /** The statement rows of a CSV file's records (parsed whole by readCsvStatement, or streamed: read-file.ts). */
 export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStatement {
   if (options.preset && options.map) throw new BankFileError("Give --preset or --map, not both.");
   const { header, data } = splitHeader(records);
-  if (data.length === 0) throw new BankFileError("The file holds no transactions (no line has a date or an amount).");
+  if (data.length === 0) {
+    throw new BankFileError("The file holds no transactions (no line has a date or an amount)." +
+      (records.some((r) => r.cells.length > 1) ? "" : ` Every line is one field: if the fields are separated by something other than a ${delimiterName(options.delimiter ?? ",")}, give --delimiter , ; tab or pipe.`));
+  }
   checkStatementLength(data.length);
   let warnings: string[] = [];
   let layout: CsvLayout;
@@ -33,13 +114,16 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
     warnings = detected.warnings;
   }
 
+  checkDescription(layout, header, data);
+  const marks = decimalMarks(layout, header, data, parseDecimalOption(options.decimal));
+  checkIndicated(layout, header, data);
   const dates = data.map((r) => ({ line: r.line, text: (r.cells[layout.date] ?? "").trim() }));
   const order = options.dateOrder ?? detectDateOrder(dates, layout.dateOrders);
   const rows: StatementRow[] = [];
   const sides = splitSides(data, layout);
   data.forEach((record, i) => {
     const transactionDate = toIsoDate(dates[i], order);
-    const { amount, currency, turned } = amountOf(record, layout, sides);
+    const { amount, currency, turned } = amountOf(record, layout, sides, marks, header);
     if (turned) warnings.push(turned);
     if (isZero(amount)) {
       warnings.push(`Line ${record.line}: the amount is 0.00; the row is left out.`);
@@ -57,7 +141,9 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
   const accounts = mixedAccounts(header, data, options.preset);
   if (accounts) warnings.push(accounts);
   const source = options.preset ? `preset ${options.preset.toLowerCase()}` : options.map ? "--map" : "detected";
-  return { rows, warnings, layout: `CSV (${source}): ${describeLayout(layout, header)}; dates ${DATE_FORMAT_LABEL[order]}` };
+  const separator = options.delimiter && options.delimiter !== "," ? `; ${delimiterName(options.delimiter)}-separated` : "";
+  const decimals = [...new Set(marks.values())].includes("comma") ? "; decimal comma" : "";
+  return { rows, warnings, layout: `CSV (${source}): ${describeLayout(layout, header)}; dates ${DATE_FORMAT_LABEL[order]}${decimals}${separator}` };
 }
 
 /** How bank exports are parsed, whole or streamed. */
@@ -69,9 +155,9 @@ export const CSV_OPTIONS = {
   info: true,
 } as const;
 
-function records(text: string): CsvRecord[] {
+function records(text: string, delimiter: string): CsvRecord[] {
   try {
-    const parsed = parse(text, CSV_OPTIONS) as unknown as { record: string[]; info: { lines: number } }[];
+    const parsed = parse(text, { ...CSV_OPTIONS, delimiter }) as unknown as { record: string[]; info: { lines: number } }[];
     return parsed.map((p) => ({ line: p.info.lines, cells: p.record }));
   } catch (e) {
     throw notCsv(e);
@@ -96,8 +182,8 @@ interface SplitSides { debitAllNegative: boolean; creditAllNegative: boolean }
 function splitSides(data: CsvRecord[], layout: CsvLayout): SplitSides | undefined {
   if (layout.amount.kind !== "split") return undefined;
   const allNegative = (column: number) => {
-    const amounts = data.map((r) => cellText(r, column)).filter(isPresentAmount).map((c) => parseAmount(c).value!);
-    return amounts.length > 0 && amounts.every((a) => a.startsWith("-"));
+    const amounts = data.map((r) => cellText(r, column)).filter(isPresentAmount);
+    return amounts.length > 0 && amounts.every((a) => amountShape(a)?.negative);
   };
   return { debitAllNegative: allNegative(layout.amount.debit), creditAllNegative: allNegative(layout.amount.credit) };
 }
@@ -107,13 +193,25 @@ function splitSides(data: CsvRecord[], layout: CsvLayout): SplitSides | undefine
  * the currency of the column it came from, when the layout knows it (RBC's CAD$ and USD$), and a
  * warning when a negative amount turned the row's side over.
  */
-function amountOf(record: CsvRecord, layout: CsvLayout, sides: SplitSides | undefined): { amount: string; currency?: string; turned?: string } {
+function amountOf(record: CsvRecord, layout: CsvLayout, sides: SplitSides | undefined, marks: Map<number, DecimalMark>,
+  header: CsvRecord | undefined): { amount: string; currency?: string; turned?: string } {
+  const rowCurrency = layout.currency === undefined ? undefined : cellText(record, layout.currency).toUpperCase() || undefined;
+  let cellCurrency: string | undefined;
   const read = (column: number) => {
     const raw = cellText(record, column);
-    const parsed = parseAmount(raw);
+    const parsed = parseAmount(raw, { decimal: marks.get(column) ?? "point" });
     if (parsed.problem) throw new BankFileError(`Line ${record.line}: "${raw}" in column ${column + 1} ${parsed.problem}.`);
+    cellCurrency = parsed.currency ?? currencyOfHeader(header?.cells[column]);
     return parsed.value!;
   };
+  const withCurrency = (result: { amount: string; currency?: string; turned?: string }) => {
+    const currency = result.currency ?? rowCurrency ?? cellCurrency;
+    return { ...result, ...(currency ? { currency } : {}) };
+  };
+  return withCurrency(amountIn(record, layout, sides, read));
+}
+
+function amountIn(record: CsvRecord, layout: CsvLayout, sides: SplitSides | undefined, read: (column: number) => string): { amount: string; currency?: string; turned?: string } {
   if (layout.amount.kind === "signed" || layout.amount.kind === "indicated") {
     const { columns } = layout.amount;
     const index = columns.findIndex((c) => cellText(record, c) !== "");
@@ -126,7 +224,8 @@ function amountOf(record: CsvRecord, layout: CsvLayout, sides: SplitSides | unde
     if (!direction) {
       throw new BankFileError(`Line ${record.line}: "${word}" in column ${indicator + 1} is not a debit/credit indicator (DR or CR, D or C, Debit or Credit).`);
     }
-    // DR: money out. A negative amount beside DR is a reversal, money in (as in a debit column).
+    // DR: money out. A negative amount beside DR is a reversal, money in (as in a debit column);
+    // amounts signed like the indicator were refused (checkIndicated).
     return { amount: direction === "out" ? negate(amount) : amount };
   }
   const { debit, credit } = layout.amount;
@@ -148,11 +247,78 @@ function amountOf(record: CsvRecord, layout: CsvLayout, sides: SplitSides | unde
   };
 }
 
-/** A cell that reads as a zero amount ("0.00", "0", "-0.00"); a cell that is not an amount is not zero. */
-const isZeroCell = (text: string) => {
-  const parsed = parseAmount(text);
-  return parsed.value !== undefined && isZero(parsed.value);
+/** A cell that reads as a zero amount ("0.00", "0", "-0.00", "0,00"); a cell that is not an amount is not zero. */
+const isZeroCell = (text: string) => amountShape(text)?.zero === true;
+
+const columnName = (header: CsvRecord | undefined, column: number) => {
+  const name = header?.cells[column]?.trim();
+  return name ? `column ${column + 1} ("${name}")` : `column ${column + 1}`;
 };
+
+const amountColumns = (layout: CsvLayout) =>
+  layout.amount.kind === "split" ? [layout.amount.debit, layout.amount.credit] : layout.amount.columns;
+
+/**
+ * Each amount column's decimal mark, settled by the whole column: a cell only one mark reads
+ * (12,50; 1,234.56) settles it; a column whose cells read either way (1,234) takes the mark of
+ * the file's other amount columns; with none, it is refused, never guessed per cell. `--decimal`
+ * says it for every column.
+ */
+function decimalMarks(layout: CsvLayout, header: CsvRecord | undefined, data: CsvRecord[], given: DecimalMark | undefined): Map<number, DecimalMark> {
+  const marks = new Map<number, DecimalMark>();
+  const open: { column: number; example: { line: number; text: string } }[] = [];
+  for (const column of amountColumns(layout)) {
+    if (given) { marks.set(column, given); continue; }
+    const seen: Partial<Record<DecimalMark | "either", { line: number; text: string }>> = {};
+    for (const r of data) {
+      const text = cellText(r, column);
+      const hint = text === "" ? undefined : decimalHint(text);
+      if (hint && !seen[hint]) seen[hint] = { line: r.line, text };
+    }
+    if (seen.comma && seen.point) {
+      throw new BankFileError(`${columnName(header, column)} writes amounts with a decimal comma ("${seen.comma.text}", line ${seen.comma.line}) ` +
+        `and with a decimal point ("${seen.point.text}", line ${seen.point.line}): correct the file, or give --decimal comma or --decimal point ` +
+        `to say which it uses (the lines in the other are then refused by name).`);
+    }
+    if (seen.comma || seen.point) marks.set(column, seen.comma ? "comma" : "point");
+    else if (seen.either) open.push({ column, example: seen.either });
+    else marks.set(column, "point");
+  }
+  const settled = new Set([...marks.values()]);
+  for (const { column, example } of open) {
+    if (settled.size === 1 && !given) { marks.set(column, [...settled][0]); continue; }
+    const sep = example.text.includes(",") ? "," : ".";
+    throw new BankFileError(`Line ${example.line}: "${example.text}" in ${columnName(header, column)} reads two ways (the "${sep}" a decimal mark or a thousands ` +
+      `separator) and no amount of the file settles which. Give --decimal point (1,234.56) or --decimal comma (1.234,56).`);
+  }
+  return marks;
+}
+
+/**
+ * An amount beside a DR/CR indicator must be unsigned: the indicator gives the side, and a negative
+ * amount beside DR now and then is a reversal (money in). Amounts already signed the way the
+ * indicator says (every DR row negative) are refused: the indicator would turn every debit over.
+ */
+function checkIndicated(layout: CsvLayout, header: CsvRecord | undefined, data: CsvRecord[]): void {
+  if (layout.amount.kind !== "indicated") return;
+  const signed = indicatorAlreadySigned(data, layout.amount.columns, layout.amount.indicator);
+  if (!signed) return;
+  throw new BankFileError(`The amounts in ${layout.amount.columns.map((c) => columnName(header, c)).join(" and ")} are already signed ` +
+    `(${signed}): the debit/credit indicator would turn them over. Drop indicator=COL and read them as signed: ` +
+    `--map date=COL,description=COL,amount=${layout.amount.columns.map((c) => c + 1).join("+")}.`);
+}
+
+/** A description is never a column of dates or amounts (a "Value Date" column would give every merchant a date). */
+function checkDescription(layout: CsvLayout, header: CsvRecord | undefined, data: CsvRecord[]): void {
+  for (const column of layout.description) {
+    const cells = data.map((r) => cellText(r, column)).filter((c) => c !== "");
+    if (cells.length > 0 && cells.every((c) => isDateShaped(c) || amountShape(c) !== undefined)) {
+      const what = cells.every(isDateShaped) ? "dates" : cells.every((c) => amountShape(c) !== undefined) ? "amounts" : "dates and amounts";
+      throw new BankFileError(`${columnName(header, column)} holds ${what}, not descriptions: ` +
+        `give --map date=COL,description=COL,amount=COL naming the column of payees or details as description.`);
+    }
+  }
+}
 
 /** Accounts named in the warning about several of them; the rest are counted. */
 const ACCOUNTS_NAMED = 10;
@@ -165,4 +331,13 @@ function mixedAccounts(header: CsvRecord | undefined, data: CsvRecord[], preset:
   if (accounts.length <= 1) return undefined;
   const named = accounts.slice(0, ACCOUNTS_NAMED).join(", ") + (accounts.length > ACCOUNTS_NAMED ? ` and ${accounts.length - ACCOUNTS_NAMED} more` : "");
   return `The file holds rows of ${accounts.length} accounts (${named}); all of them go to the one payment account. Export one account per file to keep them apart.`;
+}
+
+/** The CSV options of BankFileOptions (`--delimiter`, `--decimal`), checked. */
+export function csvReadOptions(options: { delimiter?: string; decimal?: string }): { delimiter?: string; decimal?: string } {
+  parseDecimalOption(options.decimal);
+  return {
+    ...(options.delimiter !== undefined ? { delimiter: parseDelimiterOption(options.delimiter) } : {}),
+    ...(options.decimal !== undefined ? { decimal: options.decimal } : {}),
+  };
 }

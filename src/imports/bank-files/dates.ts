@@ -5,36 +5,67 @@ export type DateOrder = "MDY" | "DMY" | "YMD";
 
 export const DATE_FORMAT_LABEL: Record<DateOrder, string> = { MDY: "M/D/YYYY", DMY: "D/M/YYYY", YMD: "YYYY-MM-DD" };
 
-const DATE_FORMAT_OPTIONS: Record<string, DateOrder> = {
-  "M/D/YYYY": "MDY", "MM/DD/YYYY": "MDY", "D/M/YYYY": "DMY", "DD/MM/YYYY": "DMY",
-  "YYYY-MM-DD": "YMD", "YYYY/MM/DD": "YMD", "YYYY-M-D": "YMD",
-};
-
-/** `--date-format`'s value. */
+/**
+ * `--date-format`'s value: the order of day, month and year, any separator (/ - .), zero-padded or
+ * not, two- or four-digit year (D/M/YY, DD.MM.YYYY, YYYY-MM-DD…), a time part ignored (DD.MM.YYYY HH:MM).
+ */
 export function parseDateFormatOption(value: string): DateOrder {
-  const order = DATE_FORMAT_OPTIONS[value.trim().toUpperCase()];
-  if (!order) {
-    throw new BankFileError(`--date-format must be one of ${Object.keys(DATE_FORMAT_OPTIONS).join(", ")} (got "${value}").`);
+  const format = value.trim().toUpperCase().replace(/[ T]+H.*$/, "");
+  const m = /^(D{1,2}|M{1,2}|Y{2}|Y{4})([/.-])(D{1,2}|M{1,2}|Y{2}|Y{4})\2(D{1,2}|M{1,2}|Y{2}|Y{4})$/.exec(format);
+  const order = m ? `${m[1][0]}${m[3][0]}${m[4][0]}` : "";
+  if (!m || !["MDY", "DMY", "YMD"].includes(order) || (order === "YMD" && m[1].length !== 4)) {
+    throw new BankFileError(`--date-format must be one of M/D/YYYY, D/M/YYYY, YYYY-MM-DD, DD.MM.YYYY, D/M/YY… ` +
+      `(the order of day, month and year; any separator / - .; a time part such as HH:MM is ignored) (got "${value}").`);
   }
-  return order;
+  return order as DateOrder;
 }
 
-const DAY_FIRST_OR_MONTH_FIRST = /^(\d{1,2})[/.-](\d{1,2})[/.-](\d{4})$/;
+const DAY_FIRST_OR_MONTH_FIRST = /^(\d{1,2})[/.-](\d{1,2})[/.-](\d{4}|\d{2})$/;
 const YEAR_FIRST = /^(\d{4})[/.-](\d{1,2})[/.-](\d{1,2})$/;
+/** 5 Jan 2025, 05-Jan-25, 5.Jan.2025 */
+const DAY_MONTH_NAME = /^(\d{1,2})[\s./-]*([A-Za-z]{3,9})\.?[\s./-]*(\d{4}|\d{2})$/;
+/** Jan 5, 2025; January 5 2025 */
+const MONTH_NAME_DAY = /^([A-Za-z]{3,9})\.?\s+(\d{1,2}),?\s+(\d{4})$/;
+/** A time after the date: 2025-01-01 10:00:01, 01/02/2025 13:45, 2025-01-01T10:00:00Z, 1:45 PM, +01:00. */
+const TIME = /(?:[ T]+|,\s*)\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?\s*(?:[AP]\.?M\.?)?\s*(?:Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)?$/i;
+const MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
+
+/** The date as the bank wrote it, without its time (no time zone is applied: the day written is the day booked). */
+const datePart = (cell: string) => cell.trim().replace(TIME, "");
+
+/** Two-digit years: 00–69 are 2000–2069, 70–99 are 1970–1999. */
+export const fullYear = (year: string) => (year.length === 4 ? Number(year) : Number(year) + (Number(year) < 70 ? 2000 : 1900));
+
+const monthNumber = (word: string) => {
+  const w = word.toLowerCase();
+  return w === "sept" ? 9 : w.length >= 3 ? MONTHS.findIndex((m) => m.startsWith(w)) + 1 : 0;
+};
+
+/** A date with its month's name, which reads the same in every order; null when the cell is not one. */
+function namedMonthDate(s: string): string | null | undefined {
+  const a = DAY_MONTH_NAME.exec(s);
+  if (a && monthNumber(a[2])) return isoDate(fullYear(a[3]), monthNumber(a[2]), Number(a[1]));
+  const b = MONTH_NAME_DAY.exec(s);
+  if (b && monthNumber(b[1])) return isoDate(fullYear(b[3]), monthNumber(b[1]), Number(b[2]));
+  return undefined;
+}
 
 /** Shaped like a date in one of the orders, real or not ("13/45/2025" is date-shaped: a bad date, not a description). */
 export function isDateShaped(cell: string): boolean {
-  const s = cell.trim();
-  return DAY_FIRST_OR_MONTH_FIRST.test(s) || YEAR_FIRST.test(s);
+  const s = datePart(cell);
+  return DAY_FIRST_OR_MONTH_FIRST.test(s) || YEAR_FIRST.test(s) || namedMonthDate(s) !== undefined;
 }
 
 /** The ISO date the cell means in that order, or null when it means none (wrong shape or no such day). */
 export function parseDate(cell: string, order: DateOrder): string | null {
-  const s = cell.trim();
+  const s = datePart(cell);
+  const named = namedMonthDate(s);
+  if (named !== undefined) return named;
   const m = order === "YMD" ? YEAR_FIRST.exec(s) : DAY_FIRST_OR_MONTH_FIRST.exec(s);
-  if (!m) return null;
-  const [a, b, c] = [Number(m[1]), Number(m[2]), Number(m[3])];
-  const [year, month, day] = order === "YMD" ? [a, b, c] : order === "MDY" ? [c, a, b] : [c, b, a];
+  // Dotted dates are day-first wherever they are written (31.12.2024, 31.12.24): never month-first.
+  if (!m || (order === "MDY" && s.includes("."))) return null;
+  const [a, b, c] = [Number(m[1]), Number(m[2]), fullYear(m[3])];
+  const [year, month, day] = order === "YMD" ? [a, b, Number(m[3])] : order === "MDY" ? [c, a, b] : [c, b, a];
   return isoDate(year, month, day);
 }
 
@@ -74,7 +105,7 @@ export function detectDateOrder(cells: DateCell[], orders: DateOrder[] = ["MDY",
     if (example === undefined) return all[0];
     throw new BankFileError(
       `The dates (e.g. "${example}") read as month/day and as day/month: no date in the file settles which. ` +
-      `Say which with --date-format M/D/YYYY or --date-format D/M/YYYY.`);
+      `Say which with --date-format M/D/YYYY or --date-format D/M/YYYY (any separator, e.g. --date-format DD.MM.YYYY).`);
   }
   const best = readable.reduce((a, b) => Math.max(a, b));
   return orders[readable.indexOf(best)];

@@ -9,6 +9,10 @@ export interface BankFileOptions {
   map?: string;
   /** M/D/YYYY, D/M/YYYY, YYYY-MM-DD (or their zero-padded spellings): needed when the file does not settle it. */
   dateFormat?: string;
+  /** `,` `;` `tab` or `pipe`: the CSV field separator, when the content does not say it (it is detected). */
+  delimiter?: string;
+  /** `comma` or `point`: the CSV amounts' decimal mark, when no amount of a column settles it (1,234). */
+  decimal?: string;
 }
 
 export interface BankFile {

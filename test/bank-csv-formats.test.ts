@@ -1,0 +1,140 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { parseAmount } from "../src/imports/bank-files/amounts.js";
+import { detectDelimiter } from "../src/imports/bank-files/csv.js";
+import { parseDate, parseDateFormatOption } from "../src/imports/bank-files/dates.js";
+import { BankFileError, readBankFile, readBankStatementFile, type BankFileOptions, type StatementRow } from "../src/imports/bank-files/index.js";
+
+const fixture = (name: string) => `test/fixtures/bank-csv/${name}`;
+const readText = (text: string, options: BankFileOptions = {}) => readBankFile(Buffer.from(text, "utf8"), options);
+const failure = (f: () => unknown) => {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(BankFileError);
+    return (e as Error).message;
+  }
+  throw new Error("expected a BankFileError");
+};
+const brief = (rows: StatementRow[]) => rows.map((r) => [r.transactionDate, r.description, r.amount]);
+
+describe("separators", () => {
+  it.each([
+    ["a,b,c\n1,2,3\n", ","], ["a;b;c\n1;2,5;3\n", ";"], ["a\tb\tc\n1\t2\t3\n", "\t"], ["a|b|c\n1|2|3\n", "|"],
+    ['"x;y;z",b,c\n"1;2",2,3\n', ","], ["Date;Text;Amount\n01.02.2025;Coffee;-12,50\n02.02.2025;Tea;-1,50\n", ";"],
+  ])("%j is %j-separated", (text, delimiter) => {
+    expect(detectDelimiter(text)).toBe(delimiter);
+  });
+
+  it("a semicolon file with decimal commas, quoted semicolons and an Amount (EUR) header reads, in EUR, streamed or whole", async () => {
+    const file = await readBankStatementFile(fixture("semicolon_decimal_comma.csv"));
+    expect(brief(file.rows)).toEqual([
+      ["2025-01-02", "BAECKEREI MUELLER", "-12.50"], ["2025-01-03", "GEHALT JANUAR", "2345.67"], ["2025-01-04", "MIETE; WOHNUNG", "-1100.00"],
+    ]);
+    expect(file.currency).toBe("EUR");
+    expect(file.layout).toContain("decimal comma; semicolon-separated");
+    expect(readBankFile(readFileSync(fixture("semicolon_decimal_comma.csv"))).rows).toEqual(file.rows);
+  });
+
+  it("--delimiter overrides the detection; a one-field file names --delimiter", () => {
+    expect(readText("2025-01-02|COFFEE|-3.50\n", { delimiter: "pipe" }).rows[0].amount).toBe("-3.50");
+    expect(failure(() => readText("2025-01-02|COFFEE|-3.50\n", { delimiter: "," }))).toMatch(/give --delimiter/);
+    expect(failure(() => readText("a,b\n", { delimiter: "colon" }))).toMatch(/^--delimiter must be one of/);
+  });
+});
+
+describe("amounts as banks write them", () => {
+  it.each([
+    ["1.234,56", "comma", "1234.56"], ["-12,50", "comma", "-12.50"], ["1,234.56", "point", "1234.56"], ["1 234,56", "comma", "1234.56"],
+    ["1'234.56", "point", "1234.56"], ["$12.00", "point", "12.00"], ["-€12,50", "comma", "-12.50"], ["12.50 EUR", "point", "12.50"],
+    ["CAD 12.00", "point", "12.00"], ["12.50-", "point", "-12.50"], ["($1,000.00)", "point", "-1000.00"], ["12.500", "point", "12.50"],
+    ["1.234.567,8", "comma", "1234567.80"], ["€ -3,00", "comma", "-3.00"],
+  ] as const)("%s (decimal %s) → %s", (cell, decimal, value) => {
+    expect(parseAmount(cell, { decimal }).value).toBe(value);
+  });
+
+  it("a code gives the currency", () => {
+    expect(parseAmount("12.50 EUR")).toEqual({ value: "12.50", currency: "EUR" });
+    expect(parseAmount("12.50 EUR", { decimal: "point" }).currency).toBe("EUR");
+    expect(parseAmount("EUR 12.50 USD").value).toBeUndefined();
+  });
+
+  it("the mark is settled per column, never per cell; an ambiguous column names --decimal", () => {
+    expect(readText("Date,Text,Amount\n2025-01-02,A,\"-1,234\"\n2025-01-03,B,12.50\n").rows.map((r) => r.amount)).toEqual(["-1234.00", "12.50"]);
+    expect(readText("Date;Text;Amount\n2025-01-02;A;-1.234\n2025-01-03;B;12,50\n").rows.map((r) => r.amount)).toEqual(["-1234.00", "12.50"]);
+    expect(failure(() => readText("Date,Text,Amount\n2025-01-02,A,\"-1,234\"\n2025-01-03,B,\"2,500\"\n"))).toMatch(/reads two ways.*--decimal point.*--decimal comma/);
+    expect(readText("Date,Text,Amount\n2025-01-02,A,\"-1,234\"\n2025-01-03,B,\"2,500\"\n", { decimal: "point" }).rows.map((r) => r.amount)).toEqual(["-1234.00", "2500.00"]);
+    expect(readText("Date,Text,Amount\n2025-01-02,A,\"-1,23\"\n2025-01-03,B,\"2,5\"\n", { decimal: "comma" }).rows.map((r) => r.amount)).toEqual(["-1.23", "2.50"]);
+    expect(failure(() => readText("Date,Text,Amount\n2025-01-02,A,\"-1,25\"\n2025-01-03,B,1.50\n"))).toMatch(/decimal comma.*decimal point.*--decimal comma or --decimal point/);
+    expect(failure(() => readText("a,b\n", { decimal: "dot-ish" }))).toMatch(/^--decimal must be comma or point/);
+  });
+
+  it("more than 2 decimals is refused unless the extra digits are zeros: never rounded", () => {
+    expect(failure(() => readText("Date,Text,Amount\n2025-01-02,A,-12.345\n2025-01-03,B,1.50\n"))).toBe('Line 2: "-12.345" in column 3 has more than 2 decimals.');
+    expect(readText("Date,Text,Amount\n2025-01-02,A,-12.340\n2025-01-03,B,1.500\n", { decimal: "point" }).rows.map((r) => r.amount)).toEqual(["-12.34", "1.50"]);
+  });
+});
+
+describe("dates as banks write them", () => {
+  it.each([
+    ["2025-01-01 10:00:01", "YMD", "2025-01-01"], ["01/02/2025 13:45", "DMY", "2025-02-01"], ["2025-01-03T09:00:00Z", "YMD", "2025-01-03"],
+    ["2025-01-03T23:30:00+01:00", "YMD", "2025-01-03"], ["31.12.2024", "DMY", "2024-12-31"], ["31.12.24", "DMY", "2024-12-31"],
+    ["01/02/69", "MDY", "2069-01-02"], ["01/02/70", "MDY", "1970-01-02"], ["5 Jan 2025", "MDY", "2025-01-05"], ["05-Jan-25", "DMY", "2025-01-05"],
+    ["Jan 5, 2025", "YMD", "2025-01-05"], ["1/2/2025 1:45 PM", "MDY", "2025-01-02"],
+  ] as const)("%s (%s) → %s", (cell, order, iso) => {
+    expect(parseDate(cell, order)).toBe(iso);
+  });
+
+  it("--date-format takes any separator, two-digit years and a time part", () => {
+    expect(parseDateFormatOption("DD.MM.YYYY")).toBe("DMY");
+    expect(parseDateFormatOption("dd.mm.yy")).toBe("DMY");
+    expect(parseDateFormatOption("MM/DD/YYYY HH:mm:ss")).toBe("MDY");
+    expect(parseDateFormatOption("YYYY-MM-DDTHH:MM")).toBe("YMD");
+    expect(() => parseDateFormatOption("YY-MM-DD")).toThrow(/^--date-format must be one of/);
+  });
+
+  it("dotted dates are day-first", () => {
+    expect(readText("Date,Text,Amount\n01.02.2025,A,-1.00\n03.04.25,B,2.00\n").rows.map((r) => r.transactionDate)).toEqual(["2025-02-01", "2025-04-03"]);
+  });
+
+  it("date-time cells read, with --date-format too", () => {
+    const text = "Date,Text,Amount\n01/02/2025 13:45,A,-1.00\n03/04/2025 08:00:00,B,2.00\n";
+    expect(failure(() => readText(text))).toMatch(/--date-format M\/D\/YYYY or --date-format D\/M\/YYYY/);
+    expect(readText(text, { dateFormat: "DD/MM/YYYY HH:mm" }).rows.map((r) => r.transactionDate)).toEqual(["2025-02-01", "2025-04-03"]);
+  });
+
+  it("a tab file with date-times, $ amounts and parentheses", async () => {
+    const file = await readBankStatementFile(fixture("tab_datetime.csv"));
+    expect(brief(file.rows)).toEqual([["2025-01-01", "COFFEE SHOP", "12.00"], ["2025-01-02", "REFUND", "1234.56"], ["2025-01-03", "RENT", "-900.00"]]);
+    expect(file.currency).toBeNull();
+  });
+
+  it("a pipe file with DD.MM.YY dates, trailing minus, apostrophe thousands and a Currency column", async () => {
+    const file = await readBankStatementFile(fixture("pipe_dotted_yy.csv"));
+    expect(brief(file.rows)).toEqual([["2025-01-05", "SUPERMARKT", "-12.50"], ["2025-01-06", "ERSTATTUNG", "1234.50"]]);
+    expect(file.currency).toBe("EUR");
+    expect(failure(() => readText("Date,Text,Amount,Currency\n2025-01-02,A,-1.00,EUR\n2025-01-03,B,2.00,USD\n"))).toMatch(/^Line 3: the amount is in USD/);
+  });
+});
+
+describe("two wrong imports that are now refused", () => {
+  it("amounts already signed beside a DR/CR column: the indicator mapping is refused, never turning debits into money in", async () => {
+    const message = await readBankStatementFile(fixture("signed_with_indicator.csv"), { map: "date=1,description=3,amount=4,indicator=5" })
+      .then(() => "read", (e: Error) => e.message);
+    expect(message).toMatch(/already signed \(every one of the 2 debit rows is negative\).*Drop indicator=COL.*amount=4/);
+    const signed = await readBankStatementFile(fixture("signed_with_indicator.csv"), { map: "date=1,description=3,amount=4" });
+    expect(signed.rows.map((r) => r.amount)).toEqual(["-12.00", "500.00", "-30.00"]);
+    // The suggestion is checked before it is made: signed amounts are offered as signed.
+    expect(failure(() => readText("2025-01-02,GROCER,-12.00,DR\n2025-01-04,PAYROLL,500.00,CR\n"))).toMatch(/already signed.*--map date=1,description=2,amount=3\./);
+    expect(failure(() => readText("2025-01-02,GROCER,12.00,DR\n2025-01-04,PAYROLL,500.00,CR\n"))).toMatch(/--map date=1,description=2,amount=3,indicator=4 /);
+  });
+
+  it("a description is never a column of dates or amounts", () => {
+    const { rows, layout } = readText("Posting Date,Value Date,Amount,Reference\n2025-01-02,2025-01-03,-12.00,COFFEE SHOP\n2025-01-04,2025-01-05,-3.00,BAKERY\n");
+    expect(layout).toContain('description "Reference" (column 4)');
+    expect(rows.map((r) => r.description)).toEqual(["COFFEE SHOP", "BAKERY"]);
+    expect(failure(() => readText("Date,Value Date,Amount\n2025-01-02,2025-01-03,-12.00\n2025-01-04,2025-01-05,-3.00\n"))).toMatch(/^No column holds descriptions/);
+    expect(failure(() => readText("Date,Value Date,Amount\n2025-01-02,2025-01-03,-12.00\n", { map: "date=1,description=2,amount=3" })))
+      .toMatch(/^column 2 \("Value Date"\) holds dates, not descriptions: give --map/);
+  });
+});
