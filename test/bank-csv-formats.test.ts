@@ -117,6 +117,23 @@ describe("dates as banks write them", () => {
   });
 });
 
+describe("other shapes", () => {
+  it("continuation lines (DBS: ',,details' below each row) become the row's memo; dates ending in a dot (2019.04.19.)", () => {
+    const { rows, warnings } = readText("Date,Value date,Description,Withdrawals (SGD),Deposits (SGD)\n18/04/2018,18/04/2018,DEBIT PURCHASE,6.66,\n,,UBER EATS\n" +
+      "17/04/2018,17/04/2018,SALARY,,100.00\n,,ACME PTE\n");
+    expect(rows.map((r) => [r.description, r.amount, r.memo, r.currency])).toEqual([["DEBIT PURCHASE", "-6.66", "UBER EATS", "SGD"], ["SALARY", "100.00", "ACME PTE", "SGD"]]);
+    expect(warnings[0]).toMatch(/^2 lines with neither a date nor an amount/);
+    expect(readText("Date,Text,Amount\n2019.04.19.,A,-350\n2019.04.17.,B,1290\n").rows.map((r) => r.transactionDate)).toEqual(["2019-04-19", "2019-04-17"]);
+  });
+
+  it("a preamble with balances above the header, and balance lines, are not transactions", () => {
+    const { rows, warnings } = readText("Account Number : 0808,: EUR,,,,\nBalance at end of period,,,,\"+31070,11\",\nDate,Operation Number,Label,Debit,Credit,Detail\n" +
+      "13/04/20,OP 1,LABEL 1,\"-50,00\",,DETAILS 1\n14/04/20,OP 2,LABEL 2,,\"1300,00\",DETAILS 2\nBalance at start of period,,,,\"+30000,77\",\n");
+    expect(rows.map((r) => [r.transactionDate, r.description, r.amount])).toEqual([["2020-04-13", "LABEL 1", "-50.00"], ["2020-04-14", "LABEL 2", "1300.00"]]);
+    expect(warnings).toContain("Left out as balance or total lines (no date): line 6.");
+  });
+});
+
 describe("two wrong imports that are now refused", () => {
   it("amounts already signed beside a DR/CR column: the indicator mapping is refused, never turning debits into money in", async () => {
     const message = await readBankStatementFile(fixture("signed_with_indicator.csv"), { map: "date=1,description=3,amount=4,indicator=5" })
@@ -124,8 +141,13 @@ describe("two wrong imports that are now refused", () => {
     expect(message).toMatch(/already signed \(every one of the 2 debit rows is negative\).*Drop indicator=COL.*amount=4/);
     const signed = await readBankStatementFile(fixture("signed_with_indicator.csv"), { map: "date=1,description=3,amount=4" });
     expect(signed.rows.map((r) => r.amount)).toEqual(["-12.00", "500.00", "-30.00"]);
-    // The suggestion is checked before it is made: signed amounts are offered as signed.
-    expect(failure(() => readText("2025-01-02,GROCER,-12.00,DR\n2025-01-04,PAYROLL,500.00,CR\n"))).toMatch(/already signed.*--map date=1,description=2,amount=3\./);
+    // Detected: amounts signed as the words say are read as signed (Chase's Details column); the suggestion is checked before it is made.
+    expect(readText("2025-01-02,GROCER,-12.00,DR\n2025-01-04,PAYROLL,500.00,CR\n").rows.map((r) => r.amount)).toEqual(["-12.00", "500.00"]);
+    expect(readText("Details,Posting Date,Description,Amount\nDEBIT,3/18/2016,PAYMENT,-2680.89\nCREDIT,3/15/2016,DIRECT DEP,2590.73\n").rows.map((r) => [r.description, r.amount]))
+      .toEqual([["PAYMENT", "-2680.89"], ["DIRECT DEP", "2590.73"]]);
+    expect(readText("Date,Text,Amount,DR/CR\n2025-01-02,GROCER,-12.00,DR\n2025-01-04,PAYROLL,500.00,CR\n").rows.map((r) => r.amount)).toEqual(["-12.00", "500.00"]);
+    expect(failure(() => readText("2025-01-02,GROCER,-12.00,DR\n2025-01-04,PAYROLL,-500.00,CR\n2025-01-05,SHOP,-1.00,DR\n")))
+      .toMatch(/already signed \(every one of the 2 debit rows is negative, and 1 credit rows too\).*--map date=1,description=2,amount=3\./);
     expect(failure(() => readText("2025-01-02,GROCER,12.00,DR\n2025-01-04,PAYROLL,500.00,CR\n"))).toMatch(/--map date=1,description=2,amount=3,indicator=4 /);
   });
 

@@ -54,12 +54,20 @@ export interface CsvRecord { line: number; cells: string[] }
  * a data row whose date is broken still has its amount, so it is kept and its error reported.
  */
 export function splitHeader(records: CsvRecord[]): { header?: CsvRecord; data: CsvRecord[] } {
+  // A preamble holding amounts (DBS's "Available Balance", a French bank's "Balance at end of
+  // period") above a header naming a date column, followed by a dated row: the header is that row.
+  const labelled = records.slice(0, 30).findIndex((r, i) => r.cells.length > 1 && r.cells.some((c) => HEADER_DATE.test(c.trim()))
+    && !r.cells.some((c) => isDateShaped(c) || isAmountCell(c)) && (records[i + 1]?.cells.some(isDateShaped) ?? false));
+  if (labelled >= 0 && records.slice(0, labelled).some((r) => r.cells.some(isAmountCell))) {
+    return { header: records[labelled], data: records.slice(labelled + 1) };
+  }
   let first = 0;
   while (first < records.length && !records[first].cells.some((c) => isDateShaped(c) || isAmountCell(c))) first++;
   const candidate = first > 0 ? records[first - 1] : undefined;
   return { header: candidate && candidate.cells.length > 1 ? candidate : undefined, data: records.slice(first) };
 }
 
+const HEADER_DATE = /^(?:transaction\s*|posting\s*|booking\s*|value\s*)?date$|^date\b|^datum$|^buchungstag$|^fecha$|d[aá]tum/i;
 const isAmountCell = (cell: string) => cell.trim() !== "" && amountShape(cell) !== undefined;
 const isNegativeCell = (cell: string) => amountShape(cell)?.negative === true;
 const cell = (r: CsvRecord, column: number) => (r.cells[column] ?? "").trim();
@@ -180,6 +188,19 @@ export function indicatorAlreadySigned(data: CsvRecord[], columns: number[], ind
   return `every one of the ${debits} debit rows is negative${negativeCredits ? `, and ${negativeCredits} credit rows too` : ""}`;
 }
 
+/** Every debit row's amount negative, no credit row's: signed as the indicator says. */
+function signedLikeIndicator(data: CsvRecord[], columns: number[], indicator: number): boolean {
+  let debits = 0;
+  for (const r of data) {
+    const amount = columns.map((c) => cell(r, c)).find((c) => c !== "");
+    if (amount === undefined || !isPresentAmount(amount)) continue;
+    const direction = indicatorDirection(cell(r, indicator));
+    const negative = isNegativeCell(amount);
+    if (direction === "out") { if (!negative) return false; debits++; } else if (direction === "in") { if (negative) return false; } else return false;
+  }
+  return debits > 0;
+}
+
 /** DR / D / Debit: money out of the account; CR / C / Credit: money in. Undefined: not an indicator. */
 export function indicatorDirection(cell: string): "out" | "in" | undefined {
   const word = cell.trim().toLowerCase().replace(/\.$/, "");
@@ -190,7 +211,7 @@ export function indicatorDirection(cell: string): "out" | "in" | undefined {
 
 const HEADER_NAMES = {
   date: /date/i,
-  description: /desc|payee|merchant|narrative|details|libell|^name$|^transaction$/i,
+  description: /desc|payee|merchant|narrative|details|libell|^label$|^name$|^transaction$/i,
   debit: /debit|withdraw|retrait|paid out|money out|^out$/i,
   credit: /credit|deposit|d[ée]p[oô]t|paid in|money in|^in$/i,
   signed: /amount|montant|^[A-Z]{3}\s?\$$|^\$$/i,
@@ -253,8 +274,9 @@ export function detectLayout(header: CsvRecord | undefined, data: CsvRecord[]): 
 
   const numberColumn = (i: number) => i !== date && facts[i].filled > 0 && facts[i].amounts === facts[i].filled;
   const currency = names.findIndex((n, i) => CURRENCY_HEADER.test(n) && facts[i]?.filled > 0 && data.every((r) => cell(r, i) === "" || isCurrencyCode(cell(r, i))));
-  // A description is never a column of dates or of amounts ("Value Date", a balance).
-  const notText = (i: number) => i === date || i === currency || facts[i].filled === 0 || facts[i].dates + facts[i].amounts >= facts[i].filled;
+  // A description is never a column of dates or of amounts ("Value Date", a balance), nor of DEBIT/CREDIT words.
+  const notText = (i: number) => i === date || i === currency || facts[i].filled === 0 || facts[i].dates + facts[i].amounts >= facts[i].filled
+    || facts[i].indicators === facts[i].filled;
   const pickDescription = (exclude: number[]): number[] => {
     const byName = named(HEADER_NAMES.description, exclude).filter((i) => !notText(i));
     if (byName.length > 0) return byName;
@@ -278,16 +300,20 @@ export function detectLayout(header: CsvRecord | undefined, data: CsvRecord[]): 
     const indicator = indicatorColumns[0];
     const columns = namedSigned.length > 0 ? namedSigned : facts.map((_, i) => i).filter((i) => numberColumn(i) && facts[i].filled === data.length).slice(0, 1);
     if (columns.length === 0) throw cannotTell(`${label(indicator)} says debit or credit, but no column holds an amount on every row`);
-    amount = { kind: "indicated", columns, indicator };
+    // Amounts signed just as the indicator says (every debit negative, no credit negative): both say the same; read as signed.
+    amount = signedLikeIndicator(data, columns, indicator) ? { kind: "signed", columns } : { kind: "indicated", columns, indicator };
   } else {
     // DR and CR words in a column the header does not name: an indicator perhaps, perhaps not.
     const unnamed = facts.findIndex((f, i) => allIndicators(i) && f.debitWords > 0 && f.creditWords > 0);
-    if (unnamed >= 0) {
+    const beside = namedSigned.length > 0 ? namedSigned : facts.map((_, i) => i).filter((i) => numberColumn(i) && facts[i].filled === data.length).slice(0, 1);
+    // Chase's Details (DEBIT/CREDIT) beside an Amount signed the same way: the words only confirm the signs.
+    if (unnamed >= 0 && beside.length > 0 && signedLikeIndicator(data, beside, unnamed)) {
+      amount = { kind: "signed", columns: beside };
+    } else if (unnamed >= 0) {
       throw cannotTell(`${label(unnamed)} holds debit/credit words (${[...new Set(data.map((r) => cell(r, unnamed)))].slice(0, 4).join(", ")}) ` +
         `but ${header ? "its header does not say it is a debit/credit indicator" : "the file has no header row to say it is a debit/credit indicator"}`,
         indicatorSuggestion(unnamed));
-    }
-    if (namedSigned.length > 0) {
+    } else if (namedSigned.length > 0) {
       if (namedSigned.every((i) => facts[i]?.negatives === 0)) {
         throw cannotTell(`${namedSigned.map(label).join(" and ")} ${namedSigned.length > 1 ? "hold" : "holds"} no negative amount and no column says which rows are debits`);
       }

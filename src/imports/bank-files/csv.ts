@@ -98,7 +98,11 @@ export function readCsvStatement(text: string, options: CsvOptions): CsvStatemen
 /** The statement rows of a CSV file's records (parsed whole by readCsvStatement, or streamed: read-file.ts). */
 export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStatement {
   if (options.preset && options.map) throw new BankFileError("Give --preset or --map, not both.");
-  const { header, data } = splitHeader(records);
+  const { header, data: read } = splitHeader(records);
+  const { data: rowsRead, continued } = continuations(read);
+  // A balance or total line (no date; "Balance at start of period", "Solde") is no transaction.
+  const balanceLines = rowsRead.filter((r) => !r.cells.some(isDateShaped) && BALANCE_LINE.test(r.cells.find((c) => c.trim() !== "")?.trim() ?? ""));
+  const data = rowsRead.filter((r) => !balanceLines.includes(r));
   if (data.length === 0) {
     throw new BankFileError("The file holds no transactions (no line has a date or an amount)." +
       (records.some((r) => r.cells.length > 1) ? "" : ` Every line is one field: if the fields are separated by something other than a ${delimiterName(options.delimiter ?? ",")}, give --delimiter , ; tab or pipe.`));
@@ -131,7 +135,7 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
     }
     const description = layout.description.map((c) => cellText(record, c)).filter((p) => p !== "").join(" ");
     if (description === "") throw new BankFileError(`Line ${record.line}: the description is empty.`);
-    const memo = layout.memo === undefined ? "" : cellText(record, layout.memo);
+    const memo = [layout.memo === undefined ? "" : cellText(record, layout.memo), continued.get(record) ?? ""].filter((p) => p !== "").join(" ");
     const reference = layout.reference === undefined ? "" : cellText(record, layout.reference);
     rows.push({
       line: record.line, transactionDate, description, amount, eventType: eventTypeFor(description, amount),
@@ -143,8 +147,30 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
   const source = options.preset ? `preset ${options.preset.toLowerCase()}` : options.map ? "--map" : "detected";
   const separator = options.delimiter && options.delimiter !== "," ? `; ${delimiterName(options.delimiter)}-separated` : "";
   const decimals = [...new Set(marks.values())].includes("comma") ? "; decimal comma" : "";
+  if (balanceLines.length > 0) warnings.push(`Left out as balance or total lines (no date): line${balanceLines.length > 1 ? "s" : ""} ${balanceLines.map((r) => r.line).join(", ")}.`);
+  if (continued.size > 0) warnings.push(`${continued.size} lines with neither a date nor an amount (and nothing in column 1) were read as the row above's continuation, its memo.`);
   return { rows, warnings, layout: `CSV (${source}): ${describeLayout(layout, header)}; dates ${DATE_FORMAT_LABEL[order]}${decimals}${separator}` };
 }
+
+/**
+ * DBS writes each transaction's details on a line of their own below it (",,UBER EATS …"): a line
+ * with no date and no amount, nothing in its first column, after a row, continues that row (its
+ * memo). Any other line without date or amount stays, to be reported.
+ */
+function continuations(data: CsvRecord[]): { data: CsvRecord[]; continued: Map<CsvRecord, string> } {
+  const continued = new Map<CsvRecord, string>();
+  const kept: CsvRecord[] = [];
+  for (const r of data) {
+    const cells = r.cells.map((c) => c.trim());
+    const previous = kept[kept.length - 1];
+    if (previous && cells[0] === "" && cells.some((c) => c !== "") && !cells.some((c) => c !== "" && (isDateShaped(c) || amountShape(c) !== undefined))) {
+      continued.set(previous, [continued.get(previous), cells.filter((c) => c !== "").join(" ")].filter(Boolean).join(" "));
+    } else kept.push(r);
+  }
+  return { data: kept, continued };
+}
+
+const BALANCE_LINE = /^(?:(?:opening|closing|available|ledger|current|final|start(?:ing)?|end(?:ing)?)\s+)?balance\b|^(?:solde|saldo|kontostand|total)\b/i;
 
 /** How bank exports are parsed, whole or streamed. */
 export const CSV_OPTIONS = {

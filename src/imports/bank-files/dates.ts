@@ -30,8 +30,8 @@ const MONTH_NAME_DAY = /^([A-Za-z]{3,9})\.?\s+(\d{1,2}),?\s+(\d{4})$/;
 const TIME = /(?:[ T]+|,\s*)\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?\s*(?:[AP]\.?M\.?)?\s*(?:Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)?$/i;
 const MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
 
-/** The date as the bank wrote it, without its time (no time zone is applied: the day written is the day booked). */
-const datePart = (cell: string) => cell.trim().replace(TIME, "");
+/** The date as the bank wrote it (2019.04.19. as 2019.04.19), without its time (no time zone is applied: the day written is the day booked). */
+const datePart = (cell: string) => cell.trim().replace(TIME, "").replace(/(\d)\.$/, "$1");
 
 /** Two-digit years: 00–69 are 2000–2069, 70–99 are 1970–1999. */
 export const fullYear = (year: string) => (year.length === 4 ? Number(year) : Number(year) + (Number(year) < 70 ? 2000 : 1900));
