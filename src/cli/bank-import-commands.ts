@@ -1,5 +1,5 @@
 import path from "node:path";
-import { BankFileError, readBankStatementFile, type StatementRow } from "../imports/bank-files/index.js";
+import { BankFileError, LAYOUT_FLAGS, readBankStatementFile, type BankFileOptions, type LayoutFlags, type StatementRow } from "../imports/bank-files/index.js";
 import { CliError, organizationByName, required, sql, type Command, type CommandContext } from "./command.js";
 
 const string = { type: "string" } as const;
@@ -9,28 +9,45 @@ type DuplicateFlag = "duplicate" | "possible duplicate" | null;
 interface DuplicateCheck { rowIndex: number; isDuplicate: boolean; isPossibleDuplicate: boolean; matchingEventId: string | null }
 
 /**
- * import_bank_csv: bank CSV and OFX files into a payment account (docs/api.md, Bank statement
- * imports).
+ * import_bank_csv: bank statement files (CSV, OFX, QIF, MT940, camt.053) into a payment account
+ * (docs/api.md, Bank statement imports).
  */
 export const bankImportCommands: Record<string, Command> = {
   import_bank_csv: {
     usage: "import_bank_csv FILE --org-name N --payment-account NAME [--preset rbc|td|cibc] " +
       "[--map date=COL,description=COL,amount=COL[,indicator=COL] | --map date=COL,description=COL,debit=COL,credit=COL] " +
-      "[--date-format M/D/YYYY|D/M/YYYY|YYYY-MM-DD|DD.MM.YYYY|D/M/YY] [--delimiter ,|;|tab|pipe] [--decimal comma|point] [--dry-run]",
+      "[--date-format M/D/YYYY|D/M/YYYY|YYYY-MM-DD|DD.MM.YYYY|D/M/YY] [--delimiter ,|;|tab|pipe] [--decimal comma|point] " +
+      "[--skip-balance-check] [--save-layout NAME] [--dry-run]",
     options: {
       "org-name": string, "payment-account": string, preset: string, map: string, "date-format": string, delimiter: string, decimal: string,
-      "dry-run": { type: "boolean" },
+      "skip-balance-check": { type: "boolean" }, "save-layout": string, "dry-run": { type: "boolean" },
     },
     async run(ctx) {
       const file = onlyFile(ctx);
       const orgName = required(ctx, "org-name");
       const accountName = required(ctx, "payment-account");
       const dryRun = ctx.args.values["dry-run"] === true;
-      const statement = await readStatement(file, ctx);
+      const saveAs = ctx.args.values["save-layout"] as string | undefined;
 
       const org = await organizationByName(ctx.db, orgName);
       const [{ id: accountId }] = await sql<{ id: string }>(ctx.db,
         "select app_private.payment_account_by_name($1, $2) as id", [org.id, accountName]);
+      // The flags given, or else the layout saved for the account (docs/api.md, From a bank's file).
+      const given = layoutFlagsOf(ctx);
+      const [{ saved }] = Object.keys(given).length ? [{ saved: null }] : await sql<{ saved: { name: string; flags: LayoutFlags } | null }>(ctx.db,
+        "select app_private.bank_import_layout($1, $2) as saved", [org.id, accountId]);
+      const flags = saved?.flags ?? given;
+      if (saveAs !== undefined && !Object.keys(flags).length) {
+        throw new CliError("--save-layout keeps the reading flags a file needed: give them with it (--preset, --map, --date-format, --delimiter or --decimal).");
+      }
+      const read = await readStatement(file, { ...flags, skipBalanceCheck: ctx.args.values["skip-balance-check"] === true }).catch((e) => {
+        if (!saved || !(e instanceof CliError)) throw e;
+        throw new CliError(`${e.message} (Read with the layout "${saved.name}" saved for "${accountName}": ${describeFlags(saved.flags)}; ` +
+          "give the flags this file needs to read it otherwise.)");
+      });
+      const statement = saved
+        ? { ...read, warnings: [`Read with the layout "${saved.name}" saved for "${accountName}": ${describeFlags(saved.flags)}.`, ...read.warnings] }
+        : read;
       // The SQL functions take exactly BankStatementRowInput: the line and the currency stay here
       // (left out as the text is written, not by a copy of every row).
       const rowsJson = JSON.stringify(statement.rows, (key, value) => (key === "line" || key === "currency" ? undefined : value));
@@ -43,24 +60,30 @@ export const bankImportCommands: Record<string, Command> = {
         [{ result }] = await withLines(sql<{ result: typeof result }>(ctx.db,
           "select app_private.import_bank_statement($1, $2, $3, $4::jsonb, $5) as result",
           [org.id, accountId, statement.currency, rowsJson, path.basename(file)]), file, statement);
+        // Kept with the import it read: a dry run or a failed import keeps nothing.
+        if (saveAs !== undefined) {
+          await sql(ctx.db, "select app_private.save_bank_import_layout($1, $2, $3, $4::jsonb)", [org.id, accountId, saveAs, JSON.stringify(flags)]);
+        }
         await ctx.db.query(dryRun ? "rollback" : "commit");
       } catch (e) {
         // A broken connection cannot roll back, and need not: PostgreSQL drops what it began.
         await ctx.db.query("rollback").catch(() => undefined);
         throw e;
       }
-      const flags = new Map(result.results.map((c) => [c.rowIndex, c]));
+      const checks = new Map(result.results.map((c) => [c.rowIndex, c]));
       const flagOf = (i: number) => {
-        const check = flags.get(i);
+        const check = checks.get(i);
         const duplicate: DuplicateFlag = check?.isDuplicate ? "duplicate" : check?.isPossibleDuplicate ? "possible duplicate" : null;
         return { duplicate, matchingEventId: check?.matchingEventId ?? null };
       };
       const { importedCount, skippedCount } = result;
       const batchId = dryRun ? null : result.batchId;
 
-      const summary = dryRun
+      const summary = (dryRun
         ? `Dry run, nothing written: ${importedCount} rows would be imported into "${accountName}", ${skippedCount} skipped as duplicates.`
-        : `Imported ${importedCount} rows into "${accountName}", skipped ${skippedCount} duplicates (batch ${batchId}).`;
+        : `Imported ${importedCount} rows into "${accountName}", skipped ${skippedCount} duplicates (batch ${batchId}).`) +
+        (saveAs === undefined ? "" : dryRun ? ` The layout "${saveAs}" is saved by the import itself, not by a dry run.`
+          : ` Saved the layout "${saveAs}" for "${accountName}": ${describeFlags(flags)}.`);
       // The preview is built in the one form that is printed: a file's rows are many.
       const json = ctx.args.values.json === true;
       return {
@@ -100,12 +123,23 @@ function onlyFile(ctx: CommandContext): string {
   return positionals[0];
 }
 
-async function readStatement(file: string, ctx: CommandContext) {
-  const option = (name: string) => ctx.args.values[name] as string | undefined;
+/** The reading flags given on the command line, by their option names (LAYOUT_FLAGS). */
+function layoutFlagsOf(ctx: CommandContext): LayoutFlags {
+  const cli: Record<(typeof LAYOUT_FLAGS)[number], string> = { preset: "preset", map: "map", dateFormat: "date-format", delimiter: "delimiter", decimal: "decimal" };
+  const flags: LayoutFlags = {};
+  for (const name of LAYOUT_FLAGS) {
+    const value = ctx.args.values[cli[name]];
+    if (typeof value === "string") flags[name] = value;
+  }
+  return flags;
+}
+
+const describeFlags = (flags: LayoutFlags) =>
+  Object.entries(flags).map(([k, v]) => `--${k.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase())} ${v}`).join(" ");
+
+async function readStatement(file: string, options: BankFileOptions) {
   try {
-    return await readBankStatementFile(file, {
-      preset: option("preset"), map: option("map"), dateFormat: option("date-format"), delimiter: option("delimiter"), decimal: option("decimal"),
-    });
+    return await readBankStatementFile(file, options);
   } catch (e) {
     if (e instanceof BankFileError) throw new CliError(`${file}: ${e.message}`);
     const code = (e as NodeJS.ErrnoException).code;
