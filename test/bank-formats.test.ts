@@ -3,6 +3,8 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BankFileError, readBankFile, readBankStatementFile, type BankFileOptions, type StatementRow } from "../src/imports/bank-files/index.js";
+import { readCamt053Statement } from "../src/imports/bank-files/camt053.js";
+import { readMt940Statement } from "../src/imports/bank-files/mt940.js";
 import { runCli } from "./helpers/cli.js";
 import { createTenant, startHarness, type Harness } from "./helpers/harness.js";
 import { accountsOf, addAccount } from "./ledger-fixtures.js";
@@ -101,12 +103,97 @@ describe("MT940", () => {
 
   it("malformed: lines that do not come to the closing balance, a bad :61:, a cut file, 3 decimals", () => {
     expect(failure(() => read("malformed.mt940"))).toBe("Line 9: the statement REF1's opening balance 500.00 and its 2 lines (-85.25) do not come to its closing balance 424.75: " +
-      "the file is incomplete or not MT940 as written by a bank.");
+      "the file is incomplete or not MT940 as written by a bank. If the file is complete, import it with --skip-balance-check.");
     const head = ":20:R\n:25:ACC\n:28C:1\n:60F:C250101EUR0,00\n";
     expect(failure(() => readText(`${head}:61:250101X1,00NMSC\n:62F:C250101EUR1,00\n`))).toMatch(/^Line 5: ":61:250101X1,00NMSC" is not an MT940 statement line/);
     expect(failure(() => readText(`${head}:61:250101C1,00NMSC\n:86:X\n`))).toBe("Line 1: the statement R has no closing balance (:62F:); the file is cut short.");
     expect(failure(() => readText(`${head}:61:250101C1,005NMSC\n:62F:C250101EUR1,00\n`))).toBe("Line 5: the amount 1,005 has more than 2 decimals.");
     expect(failure(() => readText(`${head}:61:251301C1,00NMSC\n:62F:C250101EUR1,00\n`))).toBe('Line 5: "251301" is not a date (YYMMDD).');
+  });
+});
+
+describe("MT940 as banks write it", () => {
+  it("a bank's preamble before each :20: and `-` between statements are skipped; :60M:/:62M:, :64:, a D balance, D0,00 read right", () => {
+    const f = read("preamble.mt940");
+    expect(f.layout).toBe("MT940, 2 statements, currency EUR; UTF-8");
+    expect(brief(f.rows)).toEqual([
+      ["2025-03-03", "500.00", "LINDEN BAKERY"],
+      ["2025-03-04", "-30.50", "CARD 04.03.25 FUEL STATION NORTH"],
+      ["2025-03-05", "-349.50", "RENT MARCH"],
+    ]);
+    expect(f.rows.map((r) => [r.line, r.reference])).toEqual([[8, "P1"], [10, "P2"], [23, "P3"]]);
+    expect(f.warnings).toEqual([]);
+    // D120,00 opening (-120.00) + 120.00 = D0,00 closing.
+    expect(total(f.rows)).toBe(12000n);
+    // No `-` between them: what follows a closing balance, up to the next :20:, is a preamble too.
+    const unseparated = sample("preamble.mt940").toString("utf8").replace(/^-\n/gm, "");
+    expect(brief(readText(unseparated).rows)).toEqual(brief(f.rows));
+  });
+
+  it("a line that is no field INSIDE a statement is still refused", () => {
+    const head = ":20:R\n:25:ACC\n:28C:1\n:60F:C250101EUR0,00\n";
+    expect(failure(() => readText(`${head}ABNANL2A\n:61:250101C1,00NMSC//B1\n:86:X\n:62F:C250101EUR1,00\n`)))
+      .toBe('Line 5: "ABNANL2A" is neither an MT940 field (:20:, :61:, …) nor a continuation of one.');
+    // A continuation of :86: is one.
+    expect(brief(readText(`${head}:61:250101C1,00NMSC//B1\n:86:INTEREST\nJANUARY\n:62F:C250101EUR1,00\n`).rows)).toEqual([["2025-01-01", "1.00", "INTEREST JANUARY"]]);
+  });
+
+  it("no :86: and no bank reference: described by the :61: line's supplementary details, else its type code, with a warning", () => {
+    const f = read("no-details.mt940");
+    expect(brief(f.rows)).toEqual([
+      ["2025-04-07", "-12.00", "MONTHLY PACKAGE FEE APRIL"],
+      ["2025-04-07", "-200.00", "MT940 NTRF transfer"],
+      ["2025-04-08", "55.00", "MT940 NMSC miscellaneous"],
+    ]);
+    // The account owner's own reference (not NONREF) is kept as the memo; no bank reference, no reference.
+    expect(f.rows.map((r) => [r.memo, r.reference])).toEqual([[undefined, undefined], ["INV-2025-31", undefined], [undefined, undefined]]);
+    expect(f.warnings).toEqual(['Lines 5, 7, 8: the transaction has no description (:86:) and no bank reference; it is described by what its :61: line says ' +
+      '(its supplementary details, else its transaction type), e.g. "MONTHLY PACKAGE FEE APRIL" (line 5).']);
+    expect(brief(readText(":20:R\n:25:A\n:60F:C250101EUR0,00\n:61:250101D1,00\n:62F:D250101EUR1,00\n").rows)).toEqual([["2025-01-01", "-1.00", "MT940 debit"]]);
+  });
+
+  it("a balance mismatch is refused with what to do next; skipBalanceCheck reads it with a warning naming the figures", () => {
+    const text = sample("malformed.mt940").toString("utf8");
+    expect(failure(() => readMt940Statement(text))).toMatch(/ If the file is complete, import it with --skip-balance-check\.$/);
+    const f = readMt940Statement(text, { skipBalanceCheck: true });
+    expect(brief(f.rows)).toEqual([["2025-02-28", "-75.25", "OFFICE SUPPLIES"], ["2025-02-28", "-10.00", "PARKING"]]);
+    expect(f.warnings).toEqual(["Line 9: the statement REF1's opening balance 500.00 and its 2 lines (-85.25) do not come to its closing balance 424.75 " +
+      "(they come to 414.75, 10.00 from it); read anyway, as --skip-balance-check asks."]);
+    // The sign of a D balance counts: C100,00 read as D100,00 would not add up.
+    const debit = ":20:R\n:25:A\n:60F:D250101EUR100,00\n:61:250101C100,00NMSC//B1\n:86:DEPOSIT\n:62F:C250101EUR0,00\n";
+    expect(readText(debit).rows).toHaveLength(1);
+    expect(failure(() => readText(debit.replace(":60F:D", ":60F:C")))).toMatch(/^Line 6: the statement R's opening balance 100.00 and its 1 line \(100.00\) do not come to its closing balance 0.00/);
+  });
+});
+
+describe("camt.053 as banks write it", () => {
+  it("balances with 5 decimals, DBIT below zero, PRCD as opening, ITBD/CLAV ignored; no booking date: the value date, else the statement's", () => {
+    const text = sample("balances.camt053.xml").toString("utf8");
+    const f = read("balances.camt053.xml");
+    expect(f.layout).toBe("camt.053, 2 statements, currency EUR; UTF-8");
+    expect(brief(f.rows)).toEqual([
+      ["2025-03-03", "400.00", "Linden Bakery"],
+      ["2025-03-05", "-29.50", "Card fee March"],
+      ["2025-03-31", "-20.00", "camt.053 PMNT/ICDT/ESCT"],
+    ]);
+    expect(f.warnings).toEqual([
+      "Line 12 (entry 1) and 1 more entry of statement 1: no booking date (<BookgDt> empty or absent); the value date (<ValDt>) is used.",
+      "Line 35 (entry 3): neither a booking date (<BookgDt>) nor a value date (<ValDt>); the statement's date 2025-03-31 is used.",
+      'Line 35 (entry 3): no counterparty name, remittance information (Ustrd) or AddtlNtryInf; described by the bank transaction code (<BkTxCd>), e.g. "camt.053 PMNT/ICDT/ESCT".',
+    ]);
+    // -250.00 + 400.00 - 29.50 = 120.50, then - 20.00 = 100.50.
+    expect(total(f.rows)).toBe(35050n);
+    // A non-zero fifth decimal is compared exactly, never rounded away.
+    const off = text.replace("120.50000", "120.50001");
+    expect(failure(() => readCamt053Statement(off))).toBe("Statement 1: the opening balance -250.00 and the booked entries (370.50) do not come to the closing balance 120.50001: " +
+      "the file is incomplete or misread. If the file is complete, import it with --skip-balance-check.");
+    expect(readCamt053Statement(off, { skipBalanceCheck: true }).warnings).toContain("Statement 1: the opening balance -250.00 and the booked entries (370.50) " +
+      "do not come to the closing balance 120.50001 (they come to 120.50, 0.00001 from it); read anyway, as --skip-balance-check asks.");
+    // DBIT is a debit balance: read as CRDT, the statement would not add up.
+    expect(failure(() => readCamt053Statement(text.replace("<CdtDbtInd>DBIT</CdtDbtInd><Dt><Dt>2025-03-01", "<CdtDbtInd>CRDT</CdtDbtInd><Dt><Dt>2025-03-01"))))
+      .toMatch(/^Statement 1: the opening balance 250.00 and the booked entries \(370.50\) do not come to the closing balance 120.50:/);
+    // A booking date that is there but no date is still refused.
+    expect(failure(() => readText(text.replace("<BookgDt><Dt/></BookgDt>", "<BookgDt><Dt>2025-02-30</Dt></BookgDt>")))).toBe('Line 12 (entry 1): "2025-02-30" in <BookgDt> is not a date (YYYY-MM-DD).');
   });
 });
 
@@ -133,7 +220,8 @@ describe("camt.053", () => {
     const broken = sample("statement.camt053.xml").toString("utf8").replace("</Ntry>", "</Ntri>");
     expect(failure(() => readText(broken))).toMatch(/^Line \d+: the camt\.053 file is not well-formed XML/);
     const off = sample("statement.camt053.xml").toString("utf8").replace("2679.75", "2679.76");
-    expect(failure(() => readText(off))).toBe("Statement 1: the opening balance 1000.00 and the booked entries (1679.75) do not come to the closing balance 2679.76: the file is incomplete or misread.");
+    expect(failure(() => readText(off))).toBe("Statement 1: the opening balance 1000.00 and the booked entries (1679.75) do not come to the closing balance 2679.76: " +
+      "the file is incomplete or misread. If the file is complete, import it with --skip-balance-check.");
     const noSign = sample("statement.camt053.xml").toString("utf8").replace("<CdtDbtInd>DBIT</CdtDbtInd>\n        <Sts>BOOK", "<CdtDbtInd>X</CdtDbtInd>\n        <Sts>BOOK");
     expect(failure(() => readText(noSign))).toBe('Line 10 (entry 1): <CdtDbtInd> is "X", not CRDT or DBIT.');
   });

@@ -2,7 +2,7 @@ import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { isZero, negate, parseAmount } from "./amounts.js";
 import { dateOutOfRange, isoDate } from "./dates.js";
 import { eventTypeFor } from "./event-type.js";
-import { dropRepeatedReferences } from "./mt940.js";
+import { absoluteExact, compareExact, dropRepeatedReferences, type Exact, exactOf, exactSum, negated, showExact, SKIP_BALANCE_CHECK } from "./mt940.js";
 import { BankFileError, type StatementRow } from "./row.js";
 
 /** An ISO 20022 camt.053 document names its namespace (`urn:iso:std:iso:20022:tech:xsd:camt.053.001.xx`) or its `BkToCstmrStmt` element near its start. */
@@ -42,12 +42,15 @@ const parser = new XMLParser({
 /**
  * The booked entries (`Ntry`) of every statement (`Stmt`) of an ISO 20022 camt.053 file. CRDT puts
  * money in, DBIT takes it out (a reversal's indicator already says which way its money moves);
- * the date is the booking date (else the value date); the description is the other party's name,
- * else the remittance text or the entry's additional information; the bank's own reference
+ * the date is the booking date (else, with a warning, the value date, else the statement's closing
+ * date); the description is the other party's name, else the remittance text or the entry's
+ * additional information, else (with a warning) its bank transaction code; the bank's own reference
  * (`AcctSvcrRef`, else a `NtryRef` that is more than a sequence number) is the reference. Where a
- * statement gives opening and closing booked balances, its entries must come from one to the other.
+ * statement gives opening and closing booked balances, its entries must come from one to the other
+ * (balances read exactly, whatever their decimals), or the file is refused (`skipBalanceCheck`:
+ * read with a warning instead).
  */
-export function readCamt053Statement(text_: string): { rows: StatementRow[]; warnings: string[]; layout: string } {
+export function readCamt053Statement(text_: string, options: { skipBalanceCheck?: boolean } = {}): { rows: StatementRow[]; warnings: string[]; layout: string } {
   // No DOCTYPE, no entity declarations: nothing to expand, nothing external to fetch (XXE).
   const doctype = /<!(?:DOCTYPE|ENTITY)\b/i.exec(text_);
   if (doctype) throw new BankFileError(`Line ${lineAt(text_, doctype.index)}: the XML has a <!DOCTYPE> or <!ENTITY> declaration, which no camt.053 statement has; the file is refused.`);
@@ -68,9 +71,13 @@ export function readCamt053Statement(text_: string): { rows: StatementRow[]; war
   const warnings: string[] = [];
   let n = 0;
   for (const stmt of statements) {
+    const index = statements.indexOf(stmt) + 1;
     const statementCurrency = text(path(stmt, "Acct", "Ccy")).toUpperCase();
-    let moved = 0n;
+    const moved: Exact[] = [];
     let currency = statementCurrency;
+    const byValueDate: string[] = [];
+    const byStatementDate: string[] = [];
+    const undescribed: { where: string; description: string }[] = [];
     for (const entry of list(stmt.Ntry).map(node)) {
       n++;
       const line = entryLines[n - 1] ?? 0;
@@ -90,12 +97,23 @@ export function readCamt053Statement(text_: string): { rows: StatementRow[]; war
         warnings.push(`${where}: the entry is ${status === "PDNG" ? "pending" : `of status ${status}`}, not booked; it is left out.`);
         continue;
       }
-      moved += cents(amount);
+      moved.push(exactOf(amount));
       currency ||= ccy;
-      const booked = text(path(entry, "BookgDt", "Dt")) || text(path(entry, "BookgDt", "DtTm")) || text(path(entry, "ValDt", "Dt")) || text(path(entry, "ValDt", "DtTm"));
+      // The booking date; an empty <BookgDt><Dt/> or none: the value date; neither: the statement's.
+      let dated = "BookgDt";
+      let booked = dateIn(entry.BookgDt);
+      if (!booked) {
+        booked = dateIn(entry.ValDt);
+        if (booked) { dated = "ValDt"; byValueDate.push(where); } else {
+          booked = statementDate(stmt, doc);
+          if (!booked) throw new BankFileError(`${where}: the entry has no booking date (<BookgDt>) or value date (<ValDt>), and its statement no date either.`);
+          dated = "the statement's date";
+          byStatementDate.push(where);
+        }
+      }
       const d = /^(\d{4})-(\d{2})-(\d{2})/.exec(booked);
       const transactionDate = d ? isoDate(Number(d[1]), Number(d[2]), Number(d[3])) : null;
-      if (!transactionDate) throw new BankFileError(`${where}: "${booked}" in <BookgDt> is not a date (YYYY-MM-DD).`);
+      if (!transactionDate) throw new BankFileError(`${where}: "${booked}" in <${dated === "ValDt" ? "ValDt" : dated === "BookgDt" ? "BookgDt" : "Stmt"}> is not a date (YYYY-MM-DD).`);
       const outside = dateOutOfRange(transactionDate);
       if (outside) throw new BankFileError(`${where}: the booking date ${transactionDate} is ${outside}.`);
       if (isZero(amount)) { warnings.push(`${where}: the amount is 0.00; the entry is left out.`); continue; }
@@ -105,8 +123,14 @@ export function readCamt053Statement(text_: string): { rows: StatementRow[]; war
       const name = details.map((t) => text(path(t, "RltdPties", party, "Nm")) || text(path(t, "RltdPties", party, "Pty", "Nm"))).find((s) => s) ?? "";
       const remittance = details.flatMap((t) => list(path(t, "RmtInf", "Ustrd") as unknown[]).map(text)).filter((s) => s).join(" ");
       const additional = list(entry.AddtlNtryInf).map(text).filter((s) => s).join(" ");
-      const description = name || remittance || additional;
-      if (!description) throw new BankFileError(`${where}: the entry has no counterparty name, remittance information (Ustrd) or AddtlNtryInf.`);
+      let description = name || remittance || additional;
+      if (!description) {
+        // No name, no text: the bank transaction code (and the batch's size) says what it is.
+        const code = transactionCode(entry);
+        const batch = list(entry.NtryDtls).map(node).map((d) => text(path(d, "Btch", "NbOfTxs"))).find((s) => s);
+        description = `camt.053 ${code || (indicator === "DBIT" ? "debit" : "credit")}${batch ? `, a batch of ${batch} transaction${batch === "1" ? "" : "s"}` : ""}`;
+        undescribed.push({ where, description });
+      }
       const memo = name ? remittance || additional : remittance ? additional : "";
       const ntryRef = text(entry.NtryRef);
       const reference = text(entry.AcctSvcrRef) || (details.length === 1 ? text(path(details[0], "Refs", "AcctSvcrRef")) : "")
@@ -116,7 +140,17 @@ export function readCamt053Statement(text_: string): { rows: StatementRow[]; war
         ...(memo && memo !== description ? { memo } : {}), ...(reference ? { reference } : {}), currency: ccy,
       });
     }
-    checkBalances(stmt, moved, statements.indexOf(stmt) + 1);
+    // One warning for each kind, naming the first entry: a bank that leaves something out leaves it out of every entry.
+    const some = (w: string[]) => (w.length === 1 ? w[0] : `${w[0]} and ${w.length - 1} more entr${w.length === 2 ? "y" : "ies"} of statement ${index}`);
+    if (byValueDate.length) warnings.push(`${some(byValueDate)}: no booking date (<BookgDt> empty or absent); the value date (<ValDt>) is used.`);
+    if (byStatementDate.length) {
+      warnings.push(`${some(byStatementDate)}: neither a booking date (<BookgDt>) nor a value date (<ValDt>); the statement's date ${statementDate(stmt, doc).slice(0, 10)} is used.`);
+    }
+    if (undescribed.length) {
+      warnings.push(`${some(undescribed.map((u) => u.where))}: no counterparty name, remittance information (Ustrd) or AddtlNtryInf; ` +
+        `described by the bank transaction code (<BkTxCd>), e.g. "${undescribed[0].description}".`);
+    }
+    checkBalances(stmt, exactSum(moved), index, options, warnings);
     if (statementCurrency && currency !== statementCurrency) warnings.push(`Statement ${statements.indexOf(stmt) + 1}: the account is in ${statementCurrency}, its entries in ${currency}.`);
   }
   if (n === 0) throw new BankFileError("The file holds no transactions.");
@@ -127,32 +161,53 @@ export function readCamt053Statement(text_: string): { rows: StatementRow[]; war
   return { rows, warnings, layout: `camt.053, ${statements.length} statement${statements.length === 1 ? "" : "s"}${currency ? `, currency ${currency}` : ""}` };
 }
 
-/** The opening booked (OPBD, else PRCD) balance plus the booked entries must be the closing booked balance (CLBD), where both are given. */
-function checkBalances(stmt: Node, moved: bigint, index: number): void {
+/** The date (YYYY-MM-DD…) of a `<BookgDt>` or `<ValDt>`: its `Dt`, else its `DtTm`; "" when empty or absent. */
+function dateIn(v: unknown): string {
+  return text(path(v, "Dt")) || text(path(v, "DtTm"));
+}
+
+/** The date a statement closes on: its closing booked balance's, else the end of its period, else when it was made. */
+function statementDate(stmt: Node, doc: Node): string {
+  const closing = list(stmt.Bal).map(node).find((b) => text(path(b, "Tp", "CdOrPrtry", "Cd")) === "CLBD");
+  return (closing ? dateIn(closing.Dt) : "") || text(path(stmt, "FrToDt", "ToDtTm")) || text(path(stmt, "FrToDt", "ToDt"))
+    || text(stmt.CreDtTm) || text(path(doc, "Document", "BkToCstmrStmt", "GrpHdr", "CreDtTm"));
+}
+
+/** `PMNT/RCDT/ESCT` (ISO domain, family, sub-family) or the bank's proprietary code. */
+function transactionCode(entry: Node): string {
+  const domain = path(entry, "BkTxCd", "Domn");
+  const iso = [text(path(domain, "Cd")), text(path(domain, "Fmly", "Cd")), text(path(domain, "Fmly", "SubFmlyCd"))].filter((s) => s).join("/");
+  return iso || text(path(entry, "BkTxCd", "Prtry", "Cd"));
+}
+
+/**
+ * The opening booked (OPBD, else PRCD) balance plus the booked entries must be the closing booked
+ * balance (CLBD), where both are given. A balance is read exactly (18.15000 is 18.15; 18.151 stays
+ * 18.151, never rounded); DBIT is a debit balance, below zero. Other types (ITBD, OPAV, CLAV, …) are not compared.
+ */
+function checkBalances(stmt: Node, moved: Exact, index: number, options: { skipBalanceCheck?: boolean }, warnings: string[]): void {
   const balances = list(stmt.Bal).map(node);
-  const find = (...codes: string[]) => balances.find((b) => codes.includes(text(path(b, "Tp", "CdOrPrtry", "Cd"))));
-  const signed = (b: Node): bigint | null => {
+  const find = (...codes: string[]) => codes.map((code) => balances.find((b) => text(path(b, "Tp", "CdOrPrtry", "Cd")) === code)).find((b) => b);
+  const signed = (b: Node, what: string): { amount: Exact; currency: string } => {
     const v = text(b.Amt);
-    if (!/^\d+(?:\.\d{1,2})?$/.test(v)) return null;
-    const c = cents(parseAmount(v).value!);
-    return text(b.CdtDbtInd) === "DBIT" ? -c : c;
+    if (!/^\d+(?:\.\d+)?$/.test(v)) throw new BankFileError(`Statement ${index}: the ${what} balance (<Bal>) "${v}" is not an amount.`);
+    const indicator = text(b.CdtDbtInd);
+    if (indicator && indicator !== "CRDT" && indicator !== "DBIT") throw new BankFileError(`Statement ${index}: the ${what} balance's <CdtDbtInd> is "${indicator}", not CRDT or DBIT.`);
+    const amount = exactOf(v);
+    const currency = (typeof b.Amt === "object" && b.Amt ? String((b.Amt as Node)["@_Ccy"] ?? "") : "").trim().toUpperCase();
+    return { amount: indicator === "DBIT" ? negated(amount) : amount, currency };
   };
   const opening = find("OPBD", "PRCD");
   const closing = find("CLBD");
   if (!opening || !closing) return;
-  const [o, c] = [signed(opening), signed(closing)];
-  if (o === null || c === null) throw new BankFileError(`Statement ${index}: a balance (<Bal>) has an amount that is not one.`);
-  if (o + moved !== c) {
-    throw new BankFileError(`Statement ${index}: the opening balance ${money(o)} and the booked entries (${money(moved)}) do not come to the closing balance ${money(c)}: ` +
-      "the file is incomplete or misread.");
-  }
+  const [o, c] = [signed(opening, "opening"), signed(closing, "closing")];
+  const expected = exactSum([o.amount, moved]);
+  if (compareExact(expected, c.amount) === 0) return;
+  const show = (b: { amount: Exact; currency: string }) => `${b.currency && b.currency !== o.currency ? `${b.currency} ` : ""}${showExact(b.amount)}`;
+  const figures = `the opening balance ${showExact(o.amount)} and the booked entries (${showExact(moved)}) do not come to the closing balance ${show(c)}`;
+  if (!options.skipBalanceCheck) throw new BankFileError(`Statement ${index}: ${figures}: the file is incomplete or misread. ${SKIP_BALANCE_CHECK}`);
+  warnings.push(`Statement ${index}: ${figures} (they come to ${showExact(expected)}, ${showExact(absoluteExact(exactSum([c.amount, negated(expected)])))} from it); read anyway, as --skip-balance-check asks.`);
 }
-
-const cents = (amount: string): bigint => BigInt(amount.replace(".", ""));
-const money = (c: bigint): string => {
-  const s = (c < 0n ? -c : c).toString().padStart(3, "0");
-  return `${c < 0n ? "-" : ""}${s.slice(0, -2)}.${s.slice(-2)}`;
-};
 
 /** The 1-based line of each match, counted in one pass. */
 function lineNumbers(s: string, re: RegExp): number[] {

@@ -13,8 +13,8 @@ export function looksLikeMt940(text: string): boolean {
 }
 
 interface Field { tag: string; line: number; value: string }
-interface Statement { reference: string; account: string; line: number; currency: string; opening?: bigint; closing?: bigint; closingLine?: number; lines: Transaction[] }
-interface Transaction { line: number; date: string; amount: string; reference?: string; details: string; supplementary: string; type: string }
+interface Statement { reference: string; account: string; line: number; currency: string; opening?: Exact; closing?: Exact; closingLine?: number; lines: Transaction[] }
+interface Transaction { line: number; date: string; amount: string; reference?: string; ownReference?: string; details: string; supplementary: string; type: string }
 
 // YYMMDD value date, optional MMDD entry date, C/D/RC/RD, optional funds code, amount with decimal
 // comma, the transaction type (N/F/S + 3), then the references: all linear, no nested repetition.
@@ -26,15 +26,22 @@ const BALANCE = /^([CD])(\d{6})([A-Z]{3})(\d{1,15}),(\d*)$/;
  * mark (C in, D out; RC, the reversal of a credit, out; RD in), its description from the :86:
  * after it; the currency is the statement's :60F:, and each statement's opening balance plus its
  * lines must come to its closing balance (:62F:), or the file is refused: a line misread or
- * missing would otherwise go in silently. The bank's reference (after `//`) is the reference.
+ * missing would otherwise go in silently (`skipBalanceCheck`: read with a warning instead). The
+ * bank's reference (after `//`) is the reference. A line with neither :86: nor a reference is
+ * described by its supplementary details, else its transaction type (NTRF …), with a warning.
  */
-export function readMt940Statement(text: string): { rows: StatementRow[]; warnings: string[]; layout: string } {
+export function readMt940Statement(text: string, options: { skipBalanceCheck?: boolean } = {}): { rows: StatementRow[]; warnings: string[]; layout: string } {
   const fields = mt940Fields(text);
   const statements: Statement[] = [];
   let statement: Statement | null = null;
   let last: Transaction | null = null;
   for (const f of fields) {
     switch (f.tag) {
+      case SEPARATOR:
+        // `-` between statements: what follows, up to the next :20:, belongs to none.
+        statement = null;
+        last = null;
+        break;
       case "20":
         statement = { reference: f.value.trim(), account: "", line: f.line, currency: "", lines: [] };
         statements.push(statement);
@@ -47,7 +54,7 @@ export function readMt940Statement(text: string): { rows: StatementRow[]; warnin
         const s = need(statement, f);
         const b = balance(f);
         s.currency = b.currency;
-        s.opening = b.cents;
+        s.opening = b.amount;
         break;
       }
       case "61": {
@@ -67,7 +74,7 @@ export function readMt940Statement(text: string): { rows: StatementRow[]; warnin
         if (s.currency && b.currency !== s.currency) {
           throw new BankFileError(`Line ${f.line}: the closing balance is in ${b.currency}, the opening balance in ${s.currency}.`);
         }
-        s.closing = b.cents;
+        s.closing = b.amount;
         s.closingLine = f.line;
         last = null;
         break;
@@ -80,23 +87,38 @@ export function readMt940Statement(text: string): { rows: StatementRow[]; warnin
   if (statements.length === 0) throw new BankFileError("The MT940 file holds no statement (:20:).");
   const warnings: string[] = [];
   const rows: StatementRow[] = [];
+  const undescribed: { line: number; description: string }[] = [];
   for (const s of statements) {
     if (s.opening === undefined) throw new BankFileError(`Line ${s.line}: the statement ${s.reference} has no opening balance (:60F:).`);
     if (s.closing === undefined) throw new BankFileError(`Line ${s.line}: the statement ${s.reference} has no closing balance (:62F:); the file is cut short.`);
-    const moved = s.lines.reduce((sum, t) => sum + cents(t.amount), 0n);
-    if (s.opening + moved !== s.closing) {
-      throw new BankFileError(`Line ${s.closingLine}: the statement ${s.reference}'s opening balance ${money(s.opening)} and its ${s.lines.length} lines ` +
-        `(${money(moved)}) do not come to its closing balance ${money(s.closing)}: the file is incomplete or not MT940 as written by a bank.`);
+    const moved = exactSum(s.lines.map((t) => exactOf(t.amount)));
+    const expected = exactSum([s.opening, moved]);
+    if (compareExact(expected, s.closing) !== 0) {
+      const figures = `the statement ${s.reference}'s opening balance ${showExact(s.opening)} and its ${s.lines.length} line${s.lines.length === 1 ? "" : "s"} ` +
+        `(${showExact(moved)}) do not come to its closing balance ${showExact(s.closing)}`;
+      if (!options.skipBalanceCheck) {
+        throw new BankFileError(`Line ${s.closingLine}: ${figures}: the file is incomplete or not MT940 as written by a bank. ${SKIP_BALANCE_CHECK}`);
+      }
+      warnings.push(`Line ${s.closingLine}: ${figures} (they come to ${showExact(expected)}, ${showExact(absoluteExact(exactSum([s.closing, negated(expected)])))} from it); read anyway, as --skip-balance-check asks.`);
     }
     for (const t of s.lines) {
       if (isZero(t.amount)) { warnings.push(`Line ${t.line}: the amount is 0.00; the transaction is left out.`); continue; }
-      const { description, memo } = describe(t);
-      if (!description) throw new BankFileError(`Line ${t.line}: the transaction has no description (:86:) and no reference.`);
+      let { description, memo } = describe(t);
+      if (!t.details.trim() && !t.reference) {
+        // Nothing from :86: and no bank reference: what the :61: line itself says.
+        description = t.supplementary || typeDescription(t.type, t.amount);
+        memo = t.ownReference ?? "";
+        undescribed.push({ line: t.line, description });
+      }
       rows.push({
         line: t.line, transactionDate: t.date, description, amount: t.amount, eventType: eventTypeFor(description, t.amount),
         ...(memo && memo !== description ? { memo } : {}), ...(t.reference ? { reference: t.reference } : {}), currency: s.currency,
       });
     }
+  }
+  if (undescribed.length > 0) {
+    warnings.push(`${lineList(undescribed.map((u) => u.line))}: the transaction has no description (:86:) and no bank reference; it is described by ` +
+      `what its :61: line says (its supplementary details, else its transaction type), e.g. "${undescribed[0].description}" (line ${undescribed[0].line}).`);
   }
   const accounts = new Set(statements.map((s) => s.account));
   if (accounts.size > 1) warnings.push(`The MT940 file holds statements of ${accounts.size} accounts; all their transactions go to the one payment account.`);
@@ -124,11 +146,34 @@ export function dropRepeatedReferences(rows: StatementRow[], warnings: string[])
   }
 }
 
-/** The fields, each with its first line; continuation lines joined with "\n". SWIFT envelope blocks and the `-` ending a message are skipped. */
+/** "Line 5", "Lines 5, 13", "Lines 1, 2, 3, 4, 5 and 9 more". */
+export function lineList(lines: number[]): string {
+  const shown = lines.length > 5 ? `${lines.slice(0, 5).join(", ")} and ${lines.length - 5} more` : lines.join(", ");
+  return `${lines.length === 1 ? "Line" : "Lines"} ${shown}`;
+}
+
+/** The refusal's last sentence when a statement's balances do not add up. */
+export const SKIP_BALANCE_CHECK = "If the file is complete, import it with --skip-balance-check.";
+
+/** The pseudo-field of a `-` line between statements. */
+const SEPARATOR = "-";
+/** Fields of one line: a line after one of them that is no field is no continuation either. */
+const ONE_LINE = /^(?:6[02][FM]|64|65)$/;
+/** Fields after which the statement is over (its closing and available balances). */
+const CLOSING = /^(?:62[FM]|64|65)$/;
+
+/**
+ * The fields, each with its first line; continuation lines joined with "\n". SWIFT envelope blocks
+ * are skipped; a `-` line (ending a message or separating statements) gives a SEPARATOR field. Lines
+ * outside a statement (a bank's preamble such as ABN AMRO's `ABNANL2A` / `940` before each :20:,
+ * or whatever follows a closing balance) are skipped; a line inside one that is no field and no
+ * continuation of one is refused.
+ */
 function mt940Fields(text: string): Field[] {
   const fields: Field[] = [];
   const lines = text.split(/\r\n|\r|\n/);
   let current: Field | null = null;
+  let inStatement = false;
   for (let i = 0; i < lines.length; i++) {
     let raw = lines[i].replace(/\s+$/, "");
     // `{1:F01…}{2:O940…}{4:` before the body, `-}` or `-}{5:…}` after it.
@@ -137,17 +182,27 @@ function mt940Fields(text: string): Field[] {
       if (raw.startsWith("{4:")) raw = raw.slice(3);
       else if (raw.startsWith("{5:")) raw = "";
     }
-    if (raw === "" || raw === "-" || raw.startsWith("-}")) { if (raw !== "") current = null; continue; }
+    if (raw === "") continue;
+    if (raw === "-" || raw.startsWith("-}")) {
+      if (fields.length > 0 && fields[fields.length - 1].tag !== SEPARATOR) fields.push({ tag: SEPARATOR, line: i + 1, value: "" });
+      current = null;
+      inStatement = false;
+      continue;
+    }
     const tag = /^:(\d{2}[A-Z]?|NS):/.exec(raw);
     if (tag) {
       current = { tag: tag[1], line: i + 1, value: raw.slice(tag[0].length) };
       fields.push(current);
-    } else if (current) {
+      if (current.tag === "20") inStatement = true;
+      else if (CLOSING.test(current.tag)) inStatement = false;
+    } else if (current && !ONE_LINE.test(current.tag)) {
       current.value += "\n" + raw;
-    } else if (fields.length > 0) {
+    } else if (inStatement) {
       throw new BankFileError(`Line ${i + 1}: "${raw.slice(0, 40)}" is neither an MT940 field (:20:, :61:, …) nor a continuation of one.`);
+    } else {
+      // Outside a statement (before its :20:, after its closing balance): a bank's own header, skipped.
+      current = null;
     }
-    // Lines before the first field (a bank's own header) are skipped.
   }
   return fields;
 }
@@ -157,11 +212,12 @@ function need(s: Statement | null, f: Field): Statement {
   return s;
 }
 
-function balance(f: Field): { currency: string; cents: bigint } {
+/** A balance read exactly, whatever its decimals (D: a debit balance, below zero; D0,00 is zero). */
+function balance(f: Field): { currency: string; amount: Exact } {
   const m = BALANCE.exec(f.value.trim());
   if (!m) throw new BankFileError(`Line ${f.line}: ":${f.tag}:${f.value.trim()}" is not an MT940 balance (C or D, YYMMDD, currency, amount like 1234,56).`);
-  const amount = decimal(m[4], m[5], f);
-  return { currency: m[3], cents: (m[1] === "D" ? -1n : 1n) * cents(amount) };
+  const amount = exactOf(`${m[4]}.${m[5]}`);
+  return { currency: m[3], amount: m[1] === "D" ? negated(amount) : amount };
 }
 
 function statementLine(f: Field): Transaction {
@@ -187,9 +243,14 @@ function statementLine(f: Field): Transaction {
   const amount = m[3] === "C" || m[3] === "RD" ? magnitude : negate(magnitude);
   // The account owner's reference (before `//`) is the payer's own, often NONREF or repeated;
   // the bank's (after it) names the booking.
-  const bank = splitOnce(m[8] ?? "", "//")[1]?.trim() ?? "";
+  const [own, bankPart] = splitOnce(m[8] ?? "", "//");
+  const bank = bankPart?.trim() ?? "";
   const reference = bank && bank.toUpperCase() !== "NONREF" ? bank : undefined;
-  return { line: f.line, date, amount, ...(reference ? { reference } : {}), details: "", supplementary: rest.join(" ").trim(), type: m[7] ?? "" };
+  const ownReference = own.trim() && own.trim().toUpperCase() !== "NONREF" ? own.trim() : undefined;
+  return {
+    line: f.line, date, amount, ...(reference ? { reference } : {}), ...(ownReference ? { ownReference } : {}),
+    details: "", supplementary: rest.join(" ").trim(), type: m[7] ?? "",
+  };
 }
 
 function splitOnce(s: string, separator: string): [string, string | undefined] {
@@ -210,11 +271,56 @@ function yymmdd(s: string, f: Field): string {
   return date;
 }
 
-const cents = (amount: string): bigint => BigInt(amount.replace(".", ""));
-const money = (c: bigint): string => {
-  const s = (c < 0n ? -c : c).toString().padStart(3, "0");
-  return `${c < 0n ? "-" : ""}${s.slice(0, -2)}.${s.slice(-2)}`;
+/** An exact decimal: units at a scale (18.150 is 18150 at 3), never a float, never rounded. */
+export interface Exact { units: bigint; scale: number }
+
+/** "-18.150", "18.", "0.5" read exactly. */
+export function exactOf(value: string): Exact {
+  const m = /^(-)?(\d*)(?:\.(\d*))?$/.exec(value.trim());
+  if (!m) throw new Error(`not a decimal: ${value}`);
+  const fraction = m[3] ?? "";
+  return { units: BigInt((m[2] || "0") + fraction) * (m[1] ? -1n : 1n), scale: fraction.length };
+}
+
+const rescaled = (d: Exact, scale: number): bigint => d.units * 10n ** BigInt(scale - d.scale);
+export const negated = (d: Exact): Exact => ({ units: -d.units, scale: d.scale });
+export const absoluteExact = (d: Exact): Exact => ({ units: d.units < 0n ? -d.units : d.units, scale: d.scale });
+
+export function exactSum(values: Exact[]): Exact {
+  const scale = Math.max(2, ...values.map((v) => v.scale));
+  return { units: values.reduce((sum, v) => sum + rescaled(v, scale), 0n), scale };
+}
+
+export function compareExact(a: Exact, b: Exact): number {
+  const scale = Math.max(a.scale, b.scale);
+  const [x, y] = [rescaled(a, scale), rescaled(b, scale)];
+  return x === y ? 0 : x < y ? -1 : 1;
+}
+
+/** At least 2 decimals, more only where they are not zeros: 18.150 is "18.15", 27.0501 "27.0501". */
+export function showExact(d: Exact): string {
+  const scale = Math.max(2, d.scale);
+  const units = rescaled(d, scale);
+  const digits = (units < 0n ? -units : units).toString().padStart(scale + 1, "0");
+  const fraction = digits.slice(-scale).replace(/0+$/, "").padEnd(2, "0");
+  return `${units < 0n ? "-" : ""}${digits.slice(0, -scale)}.${fraction}`;
+}
+
+/** SWIFT's transaction type codes (the 3 letters after N or F in a :61: line), the common ones. */
+const TYPE_CODES: Record<string, string> = {
+  BOE: "bill of exchange", BRF: "brokerage fee", CHG: "charges", CHK: "cheque", CLR: "cash letter", CMI: "cash management",
+  COL: "collection", COM: "commission", DCR: "documentary credit", DDT: "direct debit", DIV: "dividend", EQA: "equivalent amount",
+  FEX: "foreign exchange", INT: "interest", LBX: "lock box", LDP: "loan deposit", MSC: "miscellaneous", ODC: "overdraft charge",
+  RTI: "returned item", SEC: "securities", STO: "standing order", TCK: "travellers cheque", TRF: "transfer", VDA: "value date adjustment",
 };
+
+/** "MT940 NTRF transfer", "MT940 S103 (SWIFT MT103)", "MT940 N000"; without a type code "MT940 debit" or "MT940 credit". */
+function typeDescription(type: string, amount: string): string {
+  if (!type) return `MT940 ${amount.startsWith("-") ? "debit" : "credit"}`;
+  if (type.startsWith("S")) return `MT940 ${type} (SWIFT MT${type.slice(1)})`;
+  const label = TYPE_CODES[type.slice(1)];
+  return label ? `MT940 ${type} ${label}` : `MT940 ${type}`;
+}
 
 /**
  * The description and memo from :86:. Structured forms: German `?20`…`?29` purpose with `?32`/`?33`
