@@ -4,13 +4,19 @@
  * readBankFile, and prints a markdown table: expected rows/total/date against what was read.
  *
  *   npx tsx scripts/bank-files/eval.ts
+ *   npm run eval:bank-files -- --sources scripts/bank-files/holdout.json --corpus corpus/bank-files-holdout
+ *
+ * --sources names another list of the same shape (default scripts/bank-files/sources.json) and
+ * --corpus the folder its files live in (default corpus/bank-files). Both are relative to the
+ * repository root (or absolute). An entry's `file` is relative to the repository root when it starts
+ * with the corpus folder's path (as in sources.json), else relative to the corpus folder (as in holdout.json).
  *
  * Verdicts: right (rows, signed total, date and currency as expected), refused (BankFileError:
  * the reader said why), WRONG (read, but rows, total, date or currency differ), crashed (any other
  * error). Totals are summed as exact decimals (scaled BigInt), never floating point.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { dirname, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 interface Source {
@@ -29,8 +35,39 @@ type Verdict = "right" | "refused" | "WRONG" | "crashed";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = resolve(here, "..", "..");
-const sources: Source[] = JSON.parse(readFileSync(join(here, "sources.json"), "utf8"));
-const corpus = join(root, "corpus", "bank-files");
+
+/** --sources <file> and --corpus <folder> (also --name=value); anything else is refused. */
+function cliArgs(argv: string[]): { sourcesPath: string; corpus: string } {
+  const args: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const [name, inline] = argv[i].split("=", 2) as [string, string | undefined];
+    if (name !== "--sources" && name !== "--corpus") {
+      console.error(`eval.ts: unknown argument "${argv[i]}" (it takes --sources <file.json> and --corpus <folder>)`);
+      process.exit(2);
+    }
+    const value = inline ?? argv[++i];
+    if (value === undefined || value === "") {
+      console.error(`eval.ts: ${name} needs a value`);
+      process.exit(2);
+    }
+    args[name] = value;
+  }
+  const fromRoot = (p: string) => (isAbsolute(p) ? p : resolve(root, p));
+  return {
+    sourcesPath: args["--sources"] ? fromRoot(args["--sources"]) : join(here, "sources.json"),
+    corpus: args["--corpus"] ? fromRoot(args["--corpus"]) : join(root, "corpus", "bank-files"),
+  };
+}
+
+const { sourcesPath, corpus } = cliArgs(process.argv.slice(2));
+const sources: Source[] = JSON.parse(readFileSync(sourcesPath, "utf8"));
+const corpusRel = relative(root, corpus).split("\\").join("/");
+
+/** An entry's file: relative to the root when it starts with the corpus folder's path, else to the corpus. */
+function filePath(file: string): string {
+  if (isAbsolute(file)) return file;
+  return file.startsWith(corpusRel + "/") ? join(root, file) : join(corpus, file);
+}
 
 /** A decimal string as a scaled integer: "-1,234.5" is not accepted, "-1234.5" is. */
 function parseDecimal(value: string): { units: bigint; scale: number } {
@@ -90,9 +127,9 @@ const short = (s: string, n = 140) => (s.length > n ? s.slice(0, n - 1) + "…" 
 
 async function main() {
   if (!existsSync(corpus)) {
-    console.log("The bank-file corpus is absent (corpus/bank-files/ is not committed: it is fetched data).");
-    console.log(`scripts/bank-files/sources.json lists where each of its ${sources.length} files came from ` +
-      "(repository, path, commit); scripts/bank-files/README.md says how to gather them into corpus/bank-files/.");
+    console.log(`The bank-file corpus is absent (${corpusRel}/ is not committed: it is fetched data).`);
+    console.log(`${relative(root, sourcesPath)} lists where each of its ${sources.length} files came from ` +
+      `(repository, path, commit); scripts/bank-files/README.md says how to gather them into ${corpusRel}/.`);
     return;
   }
 
@@ -118,8 +155,8 @@ async function main() {
   const passedThrough = new Set<string>();
 
   sources.forEach((src, i) => {
-    const path = join(root, src.file);
-    const name = src.file.replace(/^corpus\/bank-files\//, "");
+    const path = filePath(src.file);
+    const name = src.file.startsWith(corpusRel + "/") ? src.file.slice(corpusRel.length + 1) : src.file;
     const expected = `${src.expected.rows} / ${src.expected.total}`;
     if (!existsSync(path)) {
       missing++;
@@ -163,7 +200,7 @@ async function main() {
 
   const read = sources.length - missing;
   const pct = (n: number) => (read ? ((100 * n) / read).toFixed(1) : "0.0");
-  console.log(`# Bank files as banks write them: ${read} files read from corpus/bank-files/\n`);
+  console.log(`# Bank files as banks write them: ${read} files read from ${corpusRel}/ (${relative(root, sourcesPath)})\n`);
   console.log(lines.join("\n"));
   console.log("\n| format | files | right | refused | WRONG | crashed |\n| --- | --- | --- | --- | --- | --- |");
   for (const [format, c] of [...perFormat.entries()].sort()) {
