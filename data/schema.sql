@@ -99,6 +99,20 @@ table app_public.api_keys (row-level security, forced)
   CREATE UNIQUE INDEX api_keys_pkey ON app_public.api_keys USING btree (id)
   grants: none
 
+table app_public.bank_import_layouts (row-level security, forced)
+  column organization_id uuid not null
+  column payment_account_id uuid not null
+  column name text not null
+  column flags jsonb not null
+  column updated timestamp with time zone not null default now()
+  constraint bank_import_layouts_flags_check CHECK ((jsonb_typeof(flags) = 'object'::text))
+  constraint bank_import_layouts_name_check CHECK (((length(name) >= 1) AND (length(name) <= 100)))
+  constraint bank_import_layouts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint bank_import_layouts_organization_id_payment_account_id_fkey FOREIGN KEY (organization_id, payment_account_id) REFERENCES app_public.accounts(organization_id, id)
+  constraint bank_import_layouts_pkey PRIMARY KEY (organization_id, payment_account_id)
+  CREATE UNIQUE INDEX bank_import_layouts_pkey ON app_public.bank_import_layouts USING btree (organization_id, payment_account_id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: DELETE, INSERT, SELECT, UPDATE
+
 table app_public.category_rules (row-level security, forced)
   column id uuid not null default gen_random_uuid()
   column organization_id uuid not null  grants: accounting_visitor: INSERT
@@ -961,6 +975,24 @@ AS $function$
   end
 $function$
 -- grants: <owner>: EXECUTE; accounting_authenticator: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.bank_import_layout(org uuid, payment_account_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform app_private.scope_organization(org);
+  return (select jsonb_build_object('name', l.name, 'flags', l.flags) from app_public.bank_import_layouts l
+           where l.organization_id = org and l.payment_account_id = bank_import_layout.payment_account_id);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.bank_import_layout_flags()
+ RETURNS text[]
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select array['preset', 'map', 'dateFormat', 'delimiter', 'decimal'] $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.bank_statement_matches(org uuid, payment_account uuid, rows jsonb)
  RETURNS TABLE(row_index integer, transaction_date date, amount numeric, direction text, merchant_name text, event_type text, memo text, reference text, is_duplicate boolean, is_possible_duplicate boolean, matching_event_id uuid)
@@ -3545,6 +3577,35 @@ begin
   if not found then perform app_private.fail('Category account not found.'); end if;
   if not a.active then perform app_private.fail('Category account is inactive.'); end if;
   return a.id;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.save_bank_import_layout(org uuid, payment_account_id uuid, name text, flags jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+#variable_conflict use_column
+declare
+  v_name text := app_private.clean_text(name);
+  v_unknown text;
+begin
+  perform app_private.scope_organization(org);
+  if v_name is null or v_name = '' or length(v_name) > 100 then
+    perform app_private.fail('The layout''s name must be 1 to 100 characters.');
+  end if;
+  if save_bank_import_layout.flags is null or jsonb_typeof(save_bank_import_layout.flags) <> 'object' or save_bank_import_layout.flags = '{}'::jsonb then
+    perform app_private.fail('A layout needs at least one reading flag: --preset, --map, --date-format, --delimiter or --decimal.');
+  end if;
+  select k into v_unknown from jsonb_object_keys(save_bank_import_layout.flags) k where not (k = any (app_private.bank_import_layout_flags())) limit 1;
+  if v_unknown is not null then perform app_private.fail(format('A layout cannot hold "%s".', v_unknown)); end if;
+  if exists (select 1 from jsonb_each(save_bank_import_layout.flags) f where jsonb_typeof(f.value) <> 'string' or length(f.value #>> '{}') > 1000) then
+    perform app_private.fail('A layout''s flags are strings of at most 1000 characters.');
+  end if;
+  perform app_private.check_payment_account(save_bank_import_layout.payment_account_id);
+  insert into app_public.bank_import_layouts as l (organization_id, payment_account_id, name, flags)
+    values (org, save_bank_import_layout.payment_account_id, v_name, save_bank_import_layout.flags)
+    on conflict (organization_id, payment_account_id) do update set name = excluded.name, flags = excluded.flags, updated = now();
+  return jsonb_build_object('name', v_name, 'flags', save_bank_import_layout.flags);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -6231,6 +6292,10 @@ policy accounts_tenant on app_public.accounts for all to public
   with check (organization_id = app_public.current_organization_id());
 
 policy api_keys_tenant on app_public.api_keys for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy bank_import_layouts_tenant on app_public.bank_import_layouts for all to public
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
 
