@@ -54,6 +54,8 @@ beforeAll(async () => {
     const ticked = await h.gql("mutation($o: UUID!, $r: UUID!, $e: [UUID!]!) { setCleared(organizationId: $o, reconciliationId: $r, eventIds: $e, cleared: true) { success } }",
       { o: t.organizationId, r: started.body.data.startReconciliation.reconciliation.id, e: [created.body.data.createLedgerEvent.eventId] }, t.apiKey);
     expect(ticked.body.data.setCleared).toMatchObject({ success: true });
+    // A saved layout of the account's bank files (written as the CLI does).
+    await h.owner.query("select app_private.save_bank_import_layout($1, $2, 'tenancy', '{\"decimal\": \"comma\"}')", [t.organizationId, chequing]);
     // Imports: a bank statement gives an import batch; an operator job leaves its result.
     const imported = await h.gql(`mutation($o: UUID!, $p: UUID!) { importBankStatement(organizationId: $o, paymentAccountId: $p,
       rows: [{ transactionDate: "2026-01-03", description: "Deposit", amount: "20.00", eventType: "income" }]) { success importedCount } }`,
