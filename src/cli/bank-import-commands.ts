@@ -4,6 +4,9 @@ import { CliError, organizationByName, required, sql, type Command, type Command
 
 const string = { type: "string" } as const;
 
+/** How many rows a dry run the import refuses still shows. */
+const PREVIEW_ON_REFUSAL = 5;
+
 type DuplicateFlag = "duplicate" | "possible duplicate" | null;
 
 interface DuplicateCheck { rowIndex: number; isDuplicate: boolean; isPossibleDuplicate: boolean; matchingEventId: string | null }
@@ -68,6 +71,11 @@ export const bankImportCommands: Record<string, Command> = {
       } catch (e) {
         // A broken connection cannot roll back, and need not: PostgreSQL drops what it began.
         await ctx.db.query("rollback").catch(() => undefined);
+        // A dry run shows the rows as they were read even when the import would refuse them.
+        if (dryRun && e instanceof CliError && !ctx.args.values.json) {
+          const first = statement.rows.slice(0, PREVIEW_ON_REFUSAL).map((row) => ({ ...row, duplicate: null }));
+          throw new CliError(`${e.message}\nThe rows as read (${first.length} of ${statement.rows.length}), for the flags to check:\n${table(first)}`);
+        }
         throw e;
       }
       const checks = new Map(result.results.map((c) => [c.rowIndex, c]));
