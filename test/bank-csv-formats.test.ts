@@ -160,3 +160,50 @@ describe("two wrong imports that are now refused", () => {
       .toMatch(/^column 2 \("Value Date"\) holds dates, not descriptions: give --map/);
   });
 });
+
+describe("budgeting apps' exports (holdout defects, invented samples)", () => {
+  it("Outflow/Inflow columns whose unused side is 0.000 (three zero decimals) read as split columns; a colour Flag column is no indicator", () => {
+    const file = readBankFile(readFileSync(fixture("budget_outflow_inflow_3dp.csv")));
+    expect(brief(file.rows)).toEqual([["2024-03-04", "Corner Grocer", "-12.34"], ["2024-03-05", "Payroll Inc", "1500.00"], ["2024-03-07", "Bean Cafe", "-3.50"]]);
+    expect(file.layout).toContain('debit "Outflow" (column 8) (money out), credit "Inflow" (column 9) (money in)');
+    expect(file.layout).not.toContain("Flag");
+  });
+
+  it("a zero written with any number of zero decimals is empty in the side a row does not use, and settles a decimal point", () => {
+    expect(parseAmount("0.000", { decimal: "point" }).value).toBe("0.00");
+    expect(readText("Date,Text,Debit,Credit\n2025-01-02,A,12.500,0.000\n2025-01-03,B,0.0000,1.250\n").rows.map((r) => r.amount)).toEqual(["-12.50", "1.25"]);
+    expect(readText("Date;Text;Debit;Credit\n2025-01-02;A;12,500;0,000\n2025-01-03;B;0,000;1,250\n").rows.map((r) => r.amount)).toEqual(["-12.50", "1.25"]);
+    // Without a zero to settle it, 12.500 still reads two ways.
+    expect(failure(() => readText("Date,Text,Amount\n2025-01-02,A,-12.500\n2025-01-03,B,1.250\n"))).toMatch(/reads two ways/);
+  });
+
+  it("currency signs of any script and right-to-left direction marks around an amount (a dinar written د.ا.‏4.750)", () => {
+    const rlm = "\u200f";
+    expect(parseAmount(`د.ا.${rlm}4.750`, { decimal: "point" }).value).toBe("4.75");
+    expect(parseAmount(`${rlm}-12.50 ر.س`, { decimal: "point" }).value).toBe("-12.50");
+    expect(parseAmount("₪12.00").value).toBe("12.00");
+    expect(parseAmount("A12").problem).toBe("is not an amount");
+    const text = `Date,Payee,Outflow,Inflow\n2024/03/04,Grocer,د.ا.${rlm}4.750,د.ا.${rlm}0.000\n2024/03/05,Payroll,د.ا.${rlm}0.000,د.ا.${rlm}100.000\n`;
+    expect(brief(readText(text).rows)).toEqual([["2024-03-04", "Grocer", "-4.75"], ["2024-03-05", "Payroll", "100.00"]]);
+  });
+
+  it("an Indicator or Flag column is an indicator only when every row holds a DR/CR word", () => {
+    expect(readText("Date,Description,Amount,Flag\n2025-09-02,FEE,19.00,DR\n2025-09-03,DEPOSIT,50.00,CR\n").rows.map((r) => r.amount)).toEqual(["-19.00", "50.00"]);
+    const { rows, layout } = readText("Date,Description,Amount,Flag\n2025-09-02,FEE,-19.00,Red\n2025-09-03,DEPOSIT,50.00,\n");
+    expect(rows.map((r) => r.amount)).toEqual(["-19.00", "50.00"]);
+    expect(layout).toContain('amount "Amount" (column 3) (signed)');
+  });
+
+  it("a row whose description is empty is described by its category (or memo), else '(no description)', with one warning: never refused", () => {
+    const file = readBankFile(readFileSync(fixture("budget_app_empty_notes.csv")));
+    expect(brief(file.rows)).toEqual([
+      ["2024-03-14", "farmers market", "-42.00"], ["2024-03-14", "Taxi", "-18.50"], ["2024-03-15", "march pay", "2100.25"], ["2024-03-18", "Gifts", "-30.00"],
+    ]);
+    expect(file.warnings.filter((w) => /description is empty/.test(w))).toEqual(['Lines 3, 5: the description is empty; described by column 3 ("category"), else as "(no description)".']);
+    const none = readText("Date,Description,Amount\n2025-01-02,,-12.00\n2025-01-03,BAKERY,-3.00\n");
+    expect(brief(none.rows)).toEqual([["2025-01-02", "(no description)", "-12.00"], ["2025-01-03", "BAKERY", "-3.00"]]);
+    expect(none.warnings).toContain('Line 2: the description is empty; described as "(no description)".');
+    const memo = readText("Date,Description,Amount,Memo\n2025-01-02,,-12.00,lunch\n2025-01-03,BAKERY,-3.00,\n", { map: "date=1,description=2,amount=3,memo=4" });
+    expect(brief(memo.rows)).toEqual([["2025-01-02", "lunch", "-12.00"], ["2025-01-03", "BAKERY", "-3.00"]]);
+  });
+});

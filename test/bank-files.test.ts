@@ -275,7 +275,7 @@ describe("bad files: a message naming the line, nothing read", () => {
     expect(failure(() => readText(td("09/03/2025,FEE,1.005,,99.00"), { preset: "td" }))).toBe('Line 2: "1.005" in column 3 has more than 2 decimals.');
     expect(failure(() => readText(td("09/03/2025,FEE,1.00,2.00,99.00"), { preset: "td" }))).toMatch(/^Line 2: both a debit \(column 3\) and a credit \(column 4\)/);
     expect(failure(() => readText(td("09/03/2025,FEE,,,99.00"), { preset: "td" }))).toBe("Line 2: no amount (columns 3 and 4 are empty).");
-    expect(failure(() => readText(td("09/03/2025,,1.00,,99.00"), { preset: "td" }))).toBe("Line 2: the description is empty.");
+    expect(readText(td("09/03/2025,,1.00,,99.00"), { preset: "td" }).rows[1].description).toBe("(no description)");
     expect(failure(() => readText(td('09/03/2025,"FEE,1.00,,99.00'), { preset: "td" }))).toMatch(/not valid CSV/);
   });
 

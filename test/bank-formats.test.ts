@@ -60,6 +60,18 @@ describe("QIF", () => {
     expect(brief(read("ambiguous.qif", { dateFormat: "M/D/YYYY" }).rows).map((r) => r[0])).toEqual(["2025-01-02", "2025-03-04"]);
   });
 
+  it("comment lines above the first header: still QIF; a bank section beside an investment one is read, the investments left out with a warning", () => {
+    const file = read("commented-mixed.qif");
+    expect(file.layout).toMatch(/^QIF/);
+    expect(brief(file.rows)).toEqual([["2024-03-01", "-25.40", "Corner Grocer"], ["2024-03-15", "1200.00", "Payroll Inc"]]);
+    expect(file.warnings).toContain("Line 17: the investment section (!Type:Invst, 1 record) is left out: only bank, card and cash transactions are read.");
+    expect(brief(readText("\n# a comment\n\n#another\n!Type:Bank\nD1/20/2025\nT-1.00\nPX\n^\n").rows)).toEqual([["2025-01-20", "-1.00", "X"]]);
+    // An apostrophe before a 4-digit year.
+    expect(brief(readText("!Type:Bank\nD2/14'2020\nT-1.00\nPX\n^\n").rows)).toEqual([["2020-02-14", "-1.00", "X"]]);
+    // Only investments: refused as before, comments or not.
+    expect(failure(() => readText("# export\n!Type:Invst\nD1/2/2025\nT1.00\n^\n"))).toMatch(/^Line 2: the QIF file holds investment transactions/);
+  });
+
   it("malformed: a bad amount, a missing amount, a bad date, an unknown header, an unended record, investments", () => {
     expect(failure(() => read("malformed.qif"))).toBe('Line 7: "TEN DOLLARS" is not an amount.');
     expect(failure(() => readText("!Type:Bank\nD1/2/2025\nPX\n^\n"))).toBe("Line 2: the transaction has no amount (T).");

@@ -17,11 +17,21 @@ export type DecimalMark = "comma" | "point";
 interface Split { negative: boolean; number: string; currency?: string }
 
 const SPACES = /[\u00a0\u202f\u2007\u2009]/g;
-const PREFIX_CURRENCY = /^(?:([A-Z]{3})(?![A-Z])\$?|[A-Z]{0,2}\$|[€£¥₹])\s*/;
-const SUFFIX_CURRENCY = /\s*(?:(?<![A-Z])([A-Z]{3})|[A-Z]{0,2}\$|[€£¥₹])$/;
+/** Direction marks (RLM, LRM, ALM, embeddings, isolates) that right-to-left locales write around amounts: no part of the number. */
+const DIRECTION_MARKS = /[\u200e\u200f\u061c\u202a-\u202e\u2066-\u2069]/g;
+/**
+ * A currency written as a symbol: $ (US$, CA$), any Unicode currency sign (€ £ ¥ ₹ ₪ ₩ ₺ …), or
+ * a local abbreviation in a non-Latin script, dotted or not (د.ا. Jordanian dinar, ر.س, лв, ₸).
+ * Latin letters other than a 3-letter code are never taken for one: "A12" stays no amount.
+ */
+const LETTER = String.raw`(?:(?=\p{L})[^\x00-\x7f])`;
+// Bounded, each part once: no backtracking through a long run of letters (a description cell is tried too).
+const SYMBOL = String.raw`[A-Z]{0,2}\$|\p{Sc}|${LETTER}{1,6}(?:\.${LETTER}{1,6}){0,3}\.?`;
+const PREFIX_CURRENCY = new RegExp(String.raw`^(?:([A-Z]{3})(?![A-Z])\$?|${SYMBOL})\s*`, "u");
+const SUFFIX_CURRENCY = new RegExp(String.raw`\s*(?:(?<![A-Z])([A-Z]{3})|${SYMBOL})$`, "u");
 
 function splitCell(cell: string): Split | undefined {
-  let s = cell.replace(SPACES, " ").trim();
+  let s = cell.replace(DIRECTION_MARKS, "").replace(SPACES, " ").trim();
   let negative = false;
   let signs = 0;
   const currencies: string[] = [];
@@ -54,7 +64,8 @@ function readNumber(number: string, mark: DecimalMark): { whole: string; fractio
   if (separators.length > 0) {
     const sep = separators[0];
     if (sep !== thousands && sep !== " " && sep !== "'" && sep !== "’") return undefined;
-    if (!integer.split(sep).every((g, i) => (i === 0 ? /^\d{1,3}$/ : /^\d{3}$/).test(g))) return undefined;
+    // A grouped number never leads with a 0 group: "0.000" and "0,500" are a zero and a half with 3 decimals, not thousands.
+    if (!integer.split(sep).every((g, i) => (i === 0 ? /^[1-9]\d{0,2}$/ : /^\d{3}$/).test(g))) return undefined;
   }
   const whole = integer.replace(/[^\d]/g, "").replace(/^0+(?=\d)/, "") || "0";
   return { whole, fraction };

@@ -212,16 +212,19 @@ export function indicatorDirection(cell: string): "out" | "in" | undefined {
 const HEADER_NAMES = {
   date: /date/i,
   description: /desc|payee|merchant|narrative|details|libell|^label$|^name$|^transaction$/i,
-  debit: /debit|withdraw|retrait|paid out|money out|^out$/i,
-  credit: /credit|deposit|d[ée]p[oô]t|paid in|money in|^in$/i,
+  debit: /debit|withdraw|retrait|paid out|money out|^out$|^outflow$/i,
+  credit: /credit|deposit|d[ée]p[oô]t|paid in|money in|^in$|^inflow$/i,
   signed: /amount|montant|^[A-Z]{3}\s?\$$|^\$$/i,
   /**
    * A column that says, per row, whether the amount beside it is a debit or a credit.
    * `\s*(?:\/\s*)?`, not `\s*\/?\s*`: the same names, without trying every split of a run of spaces.
    */
-  indicator: /^(?:(?:dr|cr|d|c|debit|credit)\s*(?:\/|\bor\b|-|\|)\s*(?:dr|cr|d|c|debit|credit)|(?:(?:dr|debit)\s*(?:\/\s*)?(?:cr|credit)\s*)?(?:indicator|flag))$/i,
-  /** A name that may hold indicator words ("Type": DEBIT/CREDIT) or other things ("Type": POS, ATM). */
-  maybeIndicator: /^(?:(?:transaction\s*)?type|sign|dr\s*cr)$/i,
+  indicator: /^(?:(?:dr|cr|d|c|debit|credit)\s*(?:\/|\bor\b|-|\|)\s*(?:dr|cr|d|c|debit|credit)|(?:dr|debit)\s*(?:\/\s*)?(?:cr|credit)\s*(?:indicator|flag))$/i,
+  /**
+   * "Indicator" or "Flag" alone names no debit/credit column by itself (YNAB's Flag holds colours):
+   * such a column is an indicator only when every row holds a DR/CR/D/C/Debit/Credit word.
+   */
+  maybeIndicator: /^(?:(?:transaction\s*)?type|sign|dr\s*cr|indicator|flag)$/i,
 };
 
 /** `CAD$` → CAD, `Amount (EUR)` → EUR, `Amount EUR` → EUR: the currency of an amount column, when its header names it. */

@@ -125,6 +125,8 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
   const order = options.dateOrder ?? detectDateOrder(dates, layout.dateOrders);
   const rows: StatementRow[] = [];
   const sides = splitSides(data, layout);
+  const fallbacks = descriptionFallbacks(layout, header, data);
+  const undescribed: number[] = [];
   data.forEach((record, i) => {
     const transactionDate = toIsoDate(dates[i], order);
     const { amount, currency, turned } = amountOf(record, layout, sides, marks, header);
@@ -133,8 +135,12 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
       warnings.push(`Line ${record.line}: the amount is 0.00; the row is left out.`);
       return;
     }
-    const description = layout.description.map((c) => cellText(record, c)).filter((p) => p !== "").join(" ");
-    if (description === "") throw new BankFileError(`Line ${record.line}: the description is empty.`);
+    let description = layout.description.map((c) => cellText(record, c)).filter((p) => p !== "").join(" ");
+    if (description === "") {
+      // A budgeting app's cash expense with no note: described by the row's memo or category, never refused.
+      description = fallbacks.map((c) => cellText(record, c)).find((p) => p !== "") ?? NO_DESCRIPTION;
+      undescribed.push(record.line);
+    }
     const memo = [layout.memo === undefined ? "" : cellText(record, layout.memo), continued.get(record) ?? ""].filter((p) => p !== "").join(" ");
     const reference = layout.reference === undefined ? "" : cellText(record, layout.reference);
     rows.push({
@@ -142,6 +148,10 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
       ...(memo ? { memo } : {}), ...(reference ? { reference } : {}), ...(currency ? { currency } : {}),
     });
   });
+  if (undescribed.length > 0) {
+    const from = fallbacks.length > 0 ? `described by ${fallbacks.map((c) => columnName(header, c)).join(" or ")}, else as "${NO_DESCRIPTION}"` : `described as "${NO_DESCRIPTION}"`;
+    warnings.push(`${lineList(undescribed)}: the description is empty; ${from}.`);
+  }
   const accounts = mixedAccounts(header, data, options.preset);
   if (accounts) warnings.push(accounts);
   const source = options.preset ? `preset ${options.preset.toLowerCase()}` : options.map ? "--map" : "detected";
@@ -344,6 +354,32 @@ function checkDescription(layout: CsvLayout, header: CsvRecord | undefined, data
         `give --map date=COL,description=COL,amount=COL naming the column of payees or details as description.`);
     }
   }
+}
+
+/** What a row with an empty description (and nothing to describe it by) is described as. */
+export const NO_DESCRIPTION = "(no description)";
+
+/** Lines named in a warning; the rest are counted. */
+const LINES_NAMED = 20;
+const lineList = (lines: number[]) =>
+  `Line${lines.length > 1 ? "s" : ""} ${lines.slice(0, LINES_NAMED).join(", ")}${lines.length > LINES_NAMED ? ` and ${lines.length - LINES_NAMED} more` : ""}`;
+
+/** A header naming a column of notes or categories, which may describe a row whose description is empty. */
+const FALLBACK_HEADER = /memo|note|comment|remark|category|categorie|kategorie|purpose|details|text|payee|reference/i;
+
+/**
+ * The columns that describe a row whose description is empty: the layout's memo, then text columns
+ * the header names as notes or categories (not the date, amounts, currency or description itself).
+ */
+function descriptionFallbacks(layout: CsvLayout, header: CsvRecord | undefined, data: CsvRecord[]): number[] {
+  const used = new Set([layout.date, ...layout.description, ...amountColumns(layout), ...(layout.amount.kind === "indicated" ? [layout.amount.indicator] : []),
+    ...(layout.currency !== undefined ? [layout.currency] : [])]);
+  const text = (c: number) => {
+    const cells = data.map((r) => cellText(r, c)).filter((v) => v !== "");
+    return cells.length > 0 && !cells.every((v) => isDateShaped(v) || amountShape(v) !== undefined);
+  };
+  const named = (header?.cells ?? []).map((n, c) => (FALLBACK_HEADER.test(n.trim()) && !used.has(c) && c !== layout.memo && text(c) ? c : -1)).filter((c) => c >= 0);
+  return [...(layout.memo !== undefined ? [layout.memo] : []), ...named];
 }
 
 /** Accounts named in the warning about several of them; the rest are counted. */

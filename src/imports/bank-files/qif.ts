@@ -3,10 +3,16 @@ import { DATE_FORMAT_LABEL, dateOutOfRange, detectDateOrder, parseDate, type Dat
 import { eventTypeFor } from "./event-type.js";
 import { BankFileError, type StatementRow } from "./row.js";
 
-/** A QIF file names its first section's type (`!Type:Bank`, `!Account`, `!Option:…`) on its first non-blank line. */
+/** A comment line some exporters write above a QIF file's first header (`### exported by …`). */
+const COMMENT = /^#/;
+
+/**
+ * A QIF file names its first section's type (`!Type:Bank`, `!Account`, `!Option:…`) on its first
+ * line that is neither blank nor a `#` comment.
+ */
 export function looksLikeQif(text: string): boolean {
-  const first = /^\s*([^\r\n]*)/.exec(text.slice(0, 4096))?.[1] ?? "";
-  return /^!(?:Type|Account|Option|Clear)\b/i.test(first.trim());
+  const first = text.slice(0, 4096).split(/\r\n|\r|\n/).map((l) => l.trim()).find((l) => l !== "" && !COMMENT.test(l)) ?? "";
+  return /^!(?:Type|Account|Option|Clear)\b/i.test(first);
 }
 
 /** The sections whose records are transactions of one account; the others (categories, classes, memorized payees, the account list) hold none. */
@@ -28,24 +34,29 @@ export function readQifStatement(text: string, dateOrder?: DateOrder): { rows: S
   const warnings: string[] = [];
   const records: QifRecord[] = [];
   const lines = text.split(/\r\n|\r|\n/);
-  let section: "transactions" | "list" | null = null;
+  let section: "transactions" | "list" | "investment" | null = null;
   let sections = 0;
+  const investments: { line: number; header: string; records: number }[] = [];
   let current: QifRecord | null = null;
   for (let i = 0; i < lines.length; i++) {
     const line = i + 1;
     const raw = lines[i].trim();
     if (raw === "") continue;
+    // Comment lines above the first header.
+    if (section === null && COMMENT.test(raw)) continue;
     if (raw.startsWith("!")) {
       if (current && current.fields.size > 0) throw new BankFileError(`Line ${current.line}: the record has no end (^) before the header on line ${line}.`);
       current = null;
       if (TRANSACTION_TYPES.test(raw)) { section = "transactions"; sections++; continue; }
       if (LIST_SECTIONS.test(raw)) { section = "list"; continue; }
       if (/^!(?:Option|Clear):/i.test(raw)) continue;
-      if (/^!Type:\s*Invst/i.test(raw)) throw new BankFileError(`Line ${line}: the QIF file holds investment transactions (${raw}), not a bank or card statement.`);
+      // An investment account's section (buys, sells, dividends) is no register of this account: left out, with a warning.
+      if (/^!Type:\s*Invst/i.test(raw)) { section = "investment"; investments.push({ line, header: raw, records: 0 }); continue; }
       throw new BankFileError(`Line ${line}: "${raw.slice(0, 40)}" is not a QIF header this import reads (!Type:Bank, !Type:CCard, !Type:Cash, !Type:Oth A, !Type:Oth L).`);
     }
     if (section === null) throw new BankFileError(`Line ${line}: a QIF record before any !Type header.`);
     if (section === "list") continue;
+    if (section === "investment") { if (raw === "^") investments[investments.length - 1].records++; continue; }
     if (raw === "^") {
       if (current) records.push(current);
       current = null;
@@ -61,6 +72,12 @@ export function readQifStatement(text: string, dateOrder?: DateOrder): { rows: S
     // The last record's ^ is often left off; a record with a date and an amount is whole without it.
     if (current.fields.has("D") && (current.fields.has("T") || current.fields.has("U"))) records.push(current);
     else throw new BankFileError(`Line ${current.line}: the last record has no end (^) and lacks a date or an amount.`);
+  }
+  if (sections === 0 && investments.length > 0) {
+    throw new BankFileError(`Line ${investments[0].line}: the QIF file holds investment transactions (${investments[0].header}), not a bank or card statement.`);
+  }
+  for (const inv of investments) {
+    warnings.push(`Line ${inv.line}: the investment section (${inv.header}${inv.records ? `, ${inv.records} record${inv.records > 1 ? "s" : ""}` : ""}) is left out: only bank, card and cash transactions are read.`);
   }
   if (sections === 0) throw new BankFileError("The QIF file has no !Type:Bank, !Type:CCard or !Type:Cash section: it holds no transactions.");
   if (sections > 1) warnings.push(`The QIF file holds ${sections} account sections; all their transactions go to the one payment account.`);
@@ -137,10 +154,11 @@ function qifAmount(cell: string) {
 function normalizeQifDate(value: string): string | null {
   const s = value.replace(/\s+/g, "");
   if (/^\d{4}[-/.]\d{1,2}[-/.]\d{1,2}$/.test(s)) return s;
-  const m = /^(\d{1,2})([-/.])(\d{1,2})(?:([-/.])(\d{4}|\d{2})|'(\d{1,2}))$/.exec(s);
+  const m = /^(\d{1,2})([-/.])(\d{1,2})(?:([-/.])(\d{4}|\d{2})|'(\d{4}|\d{1,2}))$/.exec(s);
   if (!m) return null;
   let year: number;
-  if (m[6] !== undefined) year = 2000 + Number(m[6]);
+  // `2/10'2020`: some exporters write the apostrophe before a 4-digit year too.
+  if (m[6] !== undefined) year = m[6].length === 4 ? Number(m[6]) : 2000 + Number(m[6]);
   else if (m[5].length === 4) year = Number(m[5]);
   else {
     const yy = Number(m[5]);
