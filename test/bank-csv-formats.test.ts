@@ -3,19 +3,10 @@ import { describe, expect, it } from "vitest";
 import { parseAmount } from "../src/imports/bank-files/amounts.js";
 import { detectDelimiter } from "../src/imports/bank-files/csv.js";
 import { parseDate, parseDateFormatOption } from "../src/imports/bank-files/dates.js";
-import { BankFileError, readBankFile, readBankStatementFile, type BankFileOptions, type StatementRow } from "../src/imports/bank-files/index.js";
+import { readBankFile, readBankStatementFile, type StatementRow } from "../src/imports/bank-files/index.js";
+import { failure, readText } from "./helpers/bank-file-reading.js";
 
 const fixture = (name: string) => `test/fixtures/bank-csv/${name}`;
-const readText = (text: string, options: BankFileOptions = {}) => readBankFile(Buffer.from(text, "utf8"), options);
-const failure = (f: () => unknown) => {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(BankFileError);
-    return (e as Error).message;
-  }
-  throw new Error("expected a BankFileError");
-};
 const brief = (rows: StatementRow[]) => rows.map((r) => [r.transactionDate, r.description, r.amount]);
 
 describe("separators", () => {

@@ -1,20 +1,11 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { parseAmount } from "../src/imports/bank-files/amounts.js";
-import { BankFileError, eventTypeFor, readBankFile, type BankFileOptions, type StatementRow } from "../src/imports/bank-files/index.js";
+import { eventTypeFor, readBankFile, type BankFileOptions, type StatementRow } from "../src/imports/bank-files/index.js";
+import { failure, readText } from "./helpers/bank-file-reading.js";
 
 const sample = (name: string) => readFileSync(`data/samples/bank/${name}`);
 const read = (name: string, options: BankFileOptions = {}) => readBankFile(sample(name), options);
-const readText = (text: string, options: BankFileOptions = {}) => readBankFile(Buffer.from(text, "utf8"), options);
-const failure = (f: () => unknown) => {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(BankFileError);
-    return (e as Error).message;
-  }
-  throw new Error("expected a BankFileError");
-};
 const cents = (rows: StatementRow[]) => rows.reduce((sum, r) => sum + Math.round(Number(r.amount) * 100), 0);
 const brief = (rows: StatementRow[]) => rows.map((r) => [r.transactionDate, r.description, r.amount, r.eventType]);
 

@@ -2,26 +2,17 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { BankFileError, readBankFile, readBankStatementFile, type BankFileOptions, type StatementRow } from "../src/imports/bank-files/index.js";
+import { readBankFile, readBankStatementFile, type BankFileOptions, type StatementRow } from "../src/imports/bank-files/index.js";
 import { readCamt053Statement } from "../src/imports/bank-files/camt053.js";
 import { readMt940Statement } from "../src/imports/bank-files/mt940.js";
 import { runCli } from "./helpers/cli.js";
 import { createTenant, startHarness, type Harness } from "./helpers/harness.js";
 import { accountsOf, addAccount } from "./ledger-fixtures.js";
+import { failure, readText } from "./helpers/bank-file-reading.js";
 
 const DIR = "test/fixtures/bank-formats";
 const sample = (name: string) => readFileSync(`${DIR}/${name}`);
 const read = (name: string, options: BankFileOptions = {}) => readBankFile(sample(name), options);
-const readText = (text: string, options: BankFileOptions = {}) => readBankFile(Buffer.from(text, "utf8"), options);
-const failure = (f: () => unknown): string => {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(BankFileError);
-    return (e as Error).message;
-  }
-  throw new Error("expected a BankFileError");
-};
 const brief = (rows: StatementRow[]) => rows.map((r) => [r.transactionDate, r.amount, r.description]);
 /** Signed cents of the rows: the statement's net movement. */
 const total = (rows: StatementRow[]) => rows.reduce((s, r) => s + BigInt(r.amount.replace(".", "")), 0n);

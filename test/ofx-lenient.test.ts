@@ -2,21 +2,12 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { BankFileError, readBankFile, type StatementRow } from "../src/imports/bank-files/index.js";
 import { looksLikeOfx } from "../src/imports/bank-files/ofx.js";
+import { failure, readText } from "./helpers/bank-file-reading.js";
 
 /* OFX as banks really write it (issue 26). The fixtures under test/fixtures/ofx are invented. */
 
 const fixture = (name: string) => readFileSync(`test/fixtures/ofx/${name}`);
 const read = (name: string) => readBankFile(fixture(name));
-const readText = (text: string) => readBankFile(Buffer.from(text, "utf8"));
-const failure = (f: () => unknown) => {
-  try {
-    f();
-  } catch (e) {
-    expect(e).toBeInstanceOf(BankFileError);
-    return (e as Error).message;
-  }
-  throw new Error("expected a BankFileError");
-};
 const brief = (rows: StatementRow[]) => rows.map((r) => [r.transactionDate, r.description, r.amount]);
 
 const HEAD = "OFXHEADER:100\nDATA:OFXSGML\nVERSION:102\n\n";
