@@ -1281,20 +1281,6 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.check_lock_date(org uuid, day date)
- RETURNS void
- LANGUAGE plpgsql
- STABLE
-AS $function$
-declare v_lock date;
-begin
-  select o.lock_date into v_lock from app_public.organizations o where o.id = org;
-  if day <= v_lock then
-    perform app_private.fail(format('The books are locked through %s.', to_char(v_lock, 'YYYY-MM-DD')));
-  end if;
-end $function$
--- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
-
 CREATE OR REPLACE FUNCTION app_private.check_payment_account(account uuid)
  RETURNS void
  LANGUAGE plpgsql
@@ -4633,7 +4619,6 @@ begin
   if v_date < e.transaction_date then
     perform app_private.fail(format('Posting date must not be before the transaction date (%s).', to_char(e.transaction_date, 'YYYY-MM-DD')));
   end if;
-  perform app_private.check_lock_date(organization_id, v_date);
   select p.entry_id into v_entry from app_private.post_journal_entries(array[e.id], v_date) p;
   perform app_private.record_webhook_event(organization_id, 'ledger_event.confirmed', e.id);
   return jsonb_build_object('success', true, 'error', null, 'eventId', e.id, 'journalEntryId', v_entry);
@@ -5632,7 +5617,6 @@ begin
   if e.status = 'reconciled' then perform app_private.fail('Event is reconciled.'); end if;
   -- A posted entry is voided: kept for audit, out of every report.
   if e.journal_entry_id is not null then
-    perform app_private.check_lock_date(organization_id, (select j.txn_date from app_public.journal_entries j where j.id = e.journal_entry_id));
     update app_public.journal_lines l set voided = true where l.entry_id = e.journal_entry_id and not l.voided;
     update app_public.journal_entries j set voided_at = now() where j.id = e.journal_entry_id and j.voided_at is null;
   end if;
@@ -5702,7 +5686,6 @@ begin
   if v_date < j.txn_date then
     perform app_private.fail(format('Posting date must not be before the entry it reverses (%s).', to_char(j.txn_date, 'YYYY-MM-DD')));
   end if;
-  perform app_private.check_lock_date(organization_id, v_date);
   insert into app_public.journal_entries (id, organization_id, event_id, txn_date, total_amount, reverses_entry_id)
     values (v_entry, e.organization_id, e.id, v_date, j.total_amount, j.id);
   insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit)
@@ -5745,26 +5728,24 @@ begin
     -- Locked before they are checked: a reject or a reversal in flight commits first (and the
     -- check sees it), or waits for this tick.
     perform 1 from app_public.ledger_events e where e.id = any (v_ids) order by e.id for share;
-    select i.id, e.id as found, e.status, e.transaction_date,
-           r.payment_account_id in (e.payment_account_id, e.category_id) as on_account,
-           exists (select 1 from app_public.reconciliation_clearings k
-                    where k.event_id = e.id and k.account_id = r.payment_account_id and k.reconciliation_id <> r.id) as elsewhere
-      into bad
-      from unnest(v_ids) i (id)
-      left join app_public.ledger_events e on e.id = i.id
-     where e.id is null or not coalesce(r.payment_account_id in (e.payment_account_id, e.category_id), false)
-        or e.status not in ('confirmed', 'synced', 'reconciled') or e.transaction_date > r.statement_date
-        or exists (select 1 from app_public.reconciliation_clearings k
-                    where k.event_id = e.id and k.account_id = r.payment_account_id and k.reconciliation_id <> r.id)
+    -- Each event's problem, the first one refused.
+    select p.problem, p.missing into bad from (
+      select case
+          when e.id is null then 'Ledger event not found.'
+          when not coalesce(r.payment_account_id in (e.payment_account_id, e.category_id), false)
+            then format('Event %s is not on the account being reconciled.', i.id)
+          when exists (select 1 from app_public.reconciliation_clearings k
+                        where k.event_id = e.id and k.account_id = r.payment_account_id and k.reconciliation_id <> r.id)
+            then 'Event is reconciled.'
+          when e.status not in ('confirmed', 'synced', 'reconciled') then format('Event %s is not confirmed.', i.id)
+          when e.transaction_date > r.statement_date then format('Event %s is dated after the statement date.', i.id)
+        end as problem, e.id is null as missing
+        from unnest(v_ids) i (id)
+        left join app_public.ledger_events e on e.id = i.id) p
+     where p.problem is not null
      limit 1;
-    if bad.id is not null then
-      perform app_private.fail(case
-        when bad.found is null then 'Ledger event not found.'
-        when not coalesce(bad.on_account, false) then format('Event %s is not on the account being reconciled.', bad.id)
-        when bad.elsewhere then 'Event is reconciled.'
-        when bad.status not in ('confirmed', 'synced', 'reconciled') then format('Event %s is not confirmed.', bad.id)
-        else format('Event %s is dated after the statement date.', bad.id) end,
-        case when bad.found is null then 'AP404' else 'AP400' end);
+    if bad.problem is not null then
+      perform app_private.fail(bad.problem, case when bad.missing then 'AP404' else 'AP400' end);
     end if;
     insert into app_public.reconciliation_clearings (event_id, account_id, organization_id, reconciliation_id)
       select distinct i, r.payment_account_id, r.organization_id, r.id from unnest(v_ids) i order by 1
