@@ -91,8 +91,10 @@ async function shutdown(signal: string) {
   logger.info("stopped");
   process.exit(0);
 }
-process.once("SIGTERM", () => void shutdown("SIGTERM"));
-process.once("SIGINT", () => void shutdown("SIGINT"));
+// `on`, not `once`: a second signal while stopping (a launcher relaying it again, a second
+// Ctrl-C) must not kill the process before it has stopped its database; shutdown runs once.
+process.on("SIGTERM", () => void shutdown("SIGTERM"));
+process.on("SIGINT", () => void shutdown("SIGINT"));
 // `npm start` runs this under launchers (npm, then tsx). When one is killed outright, nothing would
 // ever stop this server or its database, and the next `npm start` would find both still holding
 // the port and the data folder: this server stops itself instead.

@@ -39,7 +39,7 @@ if (process.send) {
   process.once("disconnect", () => void stop("the API process is gone"));
   if (!process.connected) void stop("the API process is gone");
 } else {
-  for (const signal of ["SIGTERM", "SIGINT"] as const) process.once(signal, () => void stop(signal));
+  for (const signal of ["SIGTERM", "SIGINT"] as const) process.on(signal, () => void stop(signal)); // stop() runs once; a repeated signal must not kill it mid-stop
 }
 
 const config = loadConfig();
