@@ -198,3 +198,38 @@ describe("budgeting apps' exports (holdout defects, invented samples)", () => {
     expect(brief(memo.rows)).toEqual([["2025-01-02", "lunch", "-12.00"], ["2025-01-03", "BAKERY", "-3.00"]]);
   });
 });
+
+describe("card exports that write purchases positive", () => {
+  const card = () => readFileSync(fixture("card_purchases_positive.csv"));
+
+  it("into a credit card account, mostly positive amounts are refused naming --money-out, never booked as payments", () => {
+    const message = failure(() => readBankFile(card(), { accountType: "credit_card" }));
+    expect(message).toMatch(/credit card and 3 of the 5 amounts in column 3 \("Amount"\) are positive/);
+    expect(message).toContain("give --money-out positive");
+    expect(message).toContain("give --money-out negative");
+  });
+
+  it("--money-out positive turns every amount over: purchases out, payments and refunds in; negative reads as written", () => {
+    const out = readBankFile(card(), { accountType: "credit_card", moneyOut: "positive" });
+    expect(brief(out.rows)).toEqual([
+      ["2025-03-01", "CORNER CAFE", "-4.75"], ["2025-03-03", "HARDWARE DEPOT", "-128.40"], ["2025-03-04", "CORNER CAFE REFUND", "4.75"],
+      ["2025-03-10", "ONLINE BOOKS", "-36.99"], ["2025-03-15", "PAYMENT THANK YOU", "150.00"],
+    ]);
+    expect(out.layout).toContain("money out positive, turned over");
+    expect(readBankFile(card(), { accountType: "credit_card", moneyOut: "negative" }).rows.map((r) => r.amount))
+      .toEqual(["4.75", "128.40", "-4.75", "36.99", "-150.00"]);
+  });
+
+  it("a card file already signed from the holder's side, and a bank account's file, read without the flag", () => {
+    const holderSide = "Date,Description,Amount\n2025-03-01,CORNER CAFE,-4.75\n2025-03-03,HARDWARE DEPOT,-128.40\n2025-03-15,PAYMENT,150.00\n";
+    expect(readText(holderSide, { accountType: "credit_card" }).rows.map((r) => r.amount)).toEqual(["-4.75", "-128.40", "150.00"]);
+    expect(readBankFile(card(), { accountType: "bank" }).rows.map((r) => r.amount)).toEqual(["4.75", "128.40", "-4.75", "36.99", "-150.00"]);
+  });
+
+  it("--money-out is refused where the file says the side itself, and for a bad value", () => {
+    const split = "Date,Description,Debit,Credit\n2025-03-01,CAFE,4.75,\n2025-03-15,PAYMENT,,150.00\n";
+    expect(failure(() => readText(split, { moneyOut: "positive" }))).toMatch(/^--money-out applies to a single signed amount column; this file's debit and credit columns/);
+    expect(failure(() => readBankFile(card(), { moneyOut: "sideways" }))).toBe('--money-out must be positive or negative (got "sideways").');
+    expect(failure(() => readBankFile(readFileSync("test/fixtures/bank-formats/statement.sta"), { moneyOut: "positive" }))).toMatch(/--money-out.*apply to CSV files only/);
+  });
+});

@@ -72,7 +72,7 @@ describe("QIF", () => {
     expect(failure(() => readText("!Type:Invst\nD1/2/2025\nT1.00\n^\n"))).toMatch(/^Line 1: the QIF file holds investment transactions/);
     expect(failure(() => readText("!Type:Bank\nD1/2/2025\nT1.00\nPX\n!Type:Bank\n"))).toBe("Line 2: the record has no end (^) before the header on line 5.");
     expect(failure(() => readText("!Type:Bank\nD1/20/2025\nT1.00\nU2.00\nPX\n^\n"))).toMatch(/^Line 4: the U amount "2.00" differs/);
-    expect(failure(() => read("chequing.qif", { preset: "td" }))).toBe("The file is QIF: --preset, --map, --delimiter, --decimal apply to CSV files only.");
+    expect(failure(() => read("chequing.qif", { preset: "td" }))).toBe("The file is QIF: --preset, --map, --delimiter, --decimal, --money-out apply to CSV files only.");
   });
 });
 

@@ -3,6 +3,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "./helpers/cli.js";
+import { addAccount } from "./ledger-fixtures.js";
 import { createTenant, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 
 /**
@@ -72,5 +73,23 @@ describe("saved layouts", () => {
     const { rows: [acc] } = await h.owner.query("select id from app_public.accounts where organization_id = $1 and name = 'Chequing'", [t.organizationId]);
     await expect(h.owner.query("select app_private.save_bank_import_layout($1, $2, 'x', '{\"evil\": \"1\"}')", [t.organizationId, acc.id]))
       .rejects.toThrow('A layout cannot hold "evil".');
+  });
+
+  it("a card account's file with purchases positive: refused naming --money-out, then booked as money out and the flag kept", async () => {
+    await addAccount(h, t, "Business Visa", "credit_card", "liability");
+    const card = file("card.csv", ["Date,Description,Amount", "2025-03-01,CORNER CAFE,4.75", "2025-03-03,HARDWARE DEPOT,128.40", "2025-03-15,PAYMENT,-150.00"]);
+    const toCard = (...flags: string[]) =>
+      runCli(h.databaseUrl, "import_bank_csv", card, "--org-name", t.name, "--payment-account", "Business Visa", "--json", ...flags);
+    const refused = await toCard();
+    expect(refused.code).toBe(1);
+    expect(refused.json.error).toContain("If the positive amounts are purchases, give --money-out positive");
+    const read = await toCard("--money-out", "positive", "--save-layout", "Visa export");
+    expect(read.code, read.stderr).toBe(0);
+    expect(read.json.rows.map((r: any) => r.amount)).toEqual(["-4.75", "-128.40", "150.00"]);
+    const { rows } = await h.owner.query("select flags from app_public.bank_import_layouts where organization_id = $1 and name = 'Visa export'", [t.organizationId]);
+    expect(rows).toEqual([{ flags: { moneyOut: "positive" } }]);
+    const again = await toCard("--dry-run");
+    expect(again.json.warnings[0]).toBe('Read with the layout "Visa export" saved for "Business Visa": --money-out positive.');
+    expect(again.json).toMatchObject({ importedCount: 0, skippedCount: 3 });
   });
 });

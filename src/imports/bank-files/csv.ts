@@ -15,7 +15,13 @@ export interface CsvOptions {
   delimiter?: string;
   /** `--decimal comma|point`: the amounts' decimal mark, when a column does not settle it. */
   decimal?: string;
+  /** `--money-out positive|negative`: how a single signed amount column writes money out (negative unless said). */
+  moneyOut?: MoneyOut;
+  /** The payment account's type: a credit card's export may write purchases positive (checkCardSigns). */
+  accountType?: string;
 }
+
+export type MoneyOut = "negative" | "positive";
 
 /** The separators a bank file may use, tried in this order when the content does not settle it. */
 const DELIMITERS = [",", ";", "\t", "|"] as const;
@@ -37,6 +43,14 @@ export function parseDecimalOption(value: string | undefined): DecimalMark | und
   if (v === "comma" || v === ",") return "comma";
   if (v === "point" || v === "." || v === "dot") return "point";
   throw new BankFileError(`--decimal must be comma or point (got "${value}").`);
+}
+
+/** `--money-out positive|negative`'s value. */
+export function parseMoneyOutOption(value: string | undefined): MoneyOut | undefined {
+  if (value === undefined) return undefined;
+  const v = value.trim().toLowerCase();
+  if (v === "positive" || v === "negative") return v;
+  throw new BankFileError(`--money-out must be positive or negative (got "${value}").`);
 }
 
 /**
@@ -121,6 +135,7 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
   checkDescription(layout, header, data);
   const marks = decimalMarks(layout, header, data, parseDecimalOption(options.decimal));
   checkIndicated(layout, header, data);
+  checkMoneyOutOption(layout, options.moneyOut);
   const dates = data.map((r) => ({ line: r.line, text: (r.cells[layout.date] ?? "").trim() }));
   const order = options.dateOrder ?? detectDateOrder(dates, layout.dateOrders);
   const rows: StatementRow[] = [];
@@ -129,7 +144,7 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
   const undescribed: number[] = [];
   data.forEach((record, i) => {
     const transactionDate = toIsoDate(dates[i], order);
-    const { amount, currency, turned } = amountOf(record, layout, sides, marks, header);
+    const { amount, currency, turned } = amountOf(record, layout, sides, marks, header, options.moneyOut);
     if (turned) warnings.push(turned);
     if (isZero(amount)) {
       warnings.push(`Line ${record.line}: the amount is 0.00; the row is left out.`);
@@ -152,14 +167,16 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
     const from = fallbacks.length > 0 ? `described by ${fallbacks.map((c) => columnName(header, c)).join(" or ")}, else as "${NO_DESCRIPTION}"` : `described as "${NO_DESCRIPTION}"`;
     warnings.push(`${lineList(undescribed)}: the description is empty; ${from}.`);
   }
+  checkCardSigns(layout, header, rows, options);
   const accounts = mixedAccounts(header, data, options.preset);
   if (accounts) warnings.push(accounts);
   const source = options.preset ? `preset ${options.preset.toLowerCase()}` : options.map ? "--map" : "detected";
   const separator = options.delimiter && options.delimiter !== "," ? `; ${delimiterName(options.delimiter)}-separated` : "";
   const decimals = [...new Set(marks.values())].includes("comma") ? "; decimal comma" : "";
+  const signs = options.moneyOut === "positive" ? "; money out positive, turned over" : "";
   if (balanceLines.length > 0) warnings.push(`Left out as balance or total lines (no date): line${balanceLines.length > 1 ? "s" : ""} ${balanceLines.map((r) => r.line).join(", ")}.`);
   if (continued.size > 0) warnings.push(`${continued.size} lines with neither a date nor an amount (and nothing in column 1) were read as the row above's continuation, its memo.`);
-  return { rows, warnings, layout: `CSV (${source}): ${describeLayout(layout, header)}; dates ${DATE_FORMAT_LABEL[order]}${decimals}${separator}` };
+  return { rows, warnings, layout: `CSV (${source}): ${describeLayout(layout, header)}; dates ${DATE_FORMAT_LABEL[order]}${decimals}${signs}${separator}` };
 }
 
 /**
@@ -230,7 +247,7 @@ function splitSides(data: CsvRecord[], layout: CsvLayout): SplitSides | undefine
  * warning when a negative amount turned the row's side over.
  */
 function amountOf(record: CsvRecord, layout: CsvLayout, sides: SplitSides | undefined, marks: Map<number, DecimalMark>,
-  header: CsvRecord | undefined): { amount: string; currency?: string; turned?: string } {
+  header: CsvRecord | undefined, moneyOut: MoneyOut | undefined): { amount: string; currency?: string; turned?: string } {
   const rowCurrency = layout.currency === undefined ? undefined : cellText(record, layout.currency).toUpperCase() || undefined;
   let cellCurrency: string | undefined;
   const read = (column: number) => {
@@ -244,7 +261,9 @@ function amountOf(record: CsvRecord, layout: CsvLayout, sides: SplitSides | unde
     const currency = result.currency ?? rowCurrency ?? cellCurrency;
     return { ...result, ...(currency ? { currency } : {}) };
   };
-  return withCurrency(amountIn(record, layout, sides, read));
+  const result = amountIn(record, layout, sides, read);
+  // A file that writes money out positive (a card issuer's side) is turned to the account's side.
+  return withCurrency(moneyOut === "positive" ? { ...result, amount: negate(result.amount) } : result);
 }
 
 function amountIn(record: CsvRecord, layout: CsvLayout, sides: SplitSides | undefined, read: (column: number) => string): { amount: string; currency?: string; turned?: string } {
@@ -344,6 +363,29 @@ function checkIndicated(layout: CsvLayout, header: CsvRecord | undefined, data: 
     `--map date=COL,description=COL,amount=${layout.amount.columns.map((c) => c + 1).join("+")}.`);
 }
 
+/** `--money-out` says how one signed column writes money out; debit/credit columns and a DR/CR indicator say it themselves. */
+function checkMoneyOutOption(layout: CsvLayout, moneyOut: MoneyOut | undefined): void {
+  if (moneyOut === undefined || layout.amount.kind === "signed") return;
+  throw new BankFileError(`--money-out applies to a single signed amount column; this file's ` +
+    `${layout.amount.kind === "split" ? "debit and credit columns" : "DR/CR indicator"} already say which rows are money out. Leave --money-out out.`);
+}
+
+/**
+ * Card issuers' exports often write purchases positive (the issuer's side: the holder owes more),
+ * the opposite of the account's side. Into a credit card account, one signed column whose amounts
+ * are mostly positive is refused until `--money-out` says which way it is written: read as written,
+ * every purchase would be booked as a payment, and no figure in the file can tell.
+ */
+function checkCardSigns(layout: CsvLayout, header: CsvRecord | undefined, rows: StatementRow[], options: CsvOptions): void {
+  if (options.accountType !== "credit_card" || options.moneyOut !== undefined || layout.amount.kind !== "signed") return;
+  const positive = rows.filter((r) => !r.amount.startsWith("-")).length;
+  if (positive * 2 <= rows.length) return;
+  const columns = layout.amount.columns.map((c) => columnName(header, c)).join(" and ");
+  throw new BankFileError(`The payment account is a credit card and ${positive} of the ${rows.length} amounts in ${columns} are positive: ` +
+    `card exports often write purchases as positive amounts. If the positive amounts are purchases, give --money-out positive ` +
+    `(they are booked as money out); if they are payments and refunds, give --money-out negative (read as written).`);
+}
+
 /** A description is never a column of dates or amounts (a "Value Date" column would give every merchant a date). */
 function checkDescription(layout: CsvLayout, header: CsvRecord | undefined, data: CsvRecord[]): void {
   for (const column of layout.description) {
@@ -396,10 +438,15 @@ function mixedAccounts(header: CsvRecord | undefined, data: CsvRecord[], preset:
 }
 
 /** The CSV options of BankFileOptions (`--delimiter`, `--decimal`), checked. */
-export function csvReadOptions(options: { delimiter?: string; decimal?: string }): { delimiter?: string; decimal?: string } {
+/** The CSV options of BankFileOptions (`--delimiter`, `--decimal`, `--money-out`, the account's type), checked. */
+export function csvReadOptions(options: { delimiter?: string; decimal?: string; moneyOut?: string; accountType?: string }):
+  Pick<CsvOptions, "delimiter" | "decimal" | "moneyOut" | "accountType"> {
   parseDecimalOption(options.decimal);
+  const moneyOut = parseMoneyOutOption(options.moneyOut);
   return {
     ...(options.delimiter !== undefined ? { delimiter: parseDelimiterOption(options.delimiter) } : {}),
     ...(options.decimal !== undefined ? { decimal: options.decimal } : {}),
+    ...(moneyOut ? { moneyOut } : {}),
+    ...(options.accountType !== undefined ? { accountType: options.accountType } : {}),
   };
 }

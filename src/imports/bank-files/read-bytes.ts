@@ -19,16 +19,16 @@ export function readBankFile(bytes: Uint8Array, options: BankFileOptions = {}): 
   const { text, encoding } = decodeBankFile(bytes);
   const dateOrder = options.dateFormat ? parseDateFormatOption(options.dateFormat) : undefined;
   if (looksLikeOfx(text)) {
-    if (options.preset || options.map || options.dateFormat || options.delimiter || options.decimal) {
-      throw new BankFileError("The file is OFX: --preset, --map, --delimiter, --decimal and --date-format apply to CSV files only.");
+    if (options.preset || options.map || options.dateFormat || options.delimiter || options.decimal || options.moneyOut) {
+      throw new BankFileError("The file is OFX: --preset, --map, --delimiter, --decimal, --money-out and --date-format apply to CSV files only.");
     }
     return bankFile(readOfxStatement(text), encoding);
   }
   const whole = wholeFileFormat(text);
   if (whole) {
     if (bytes.length > MAX_WHOLE_FILE_BYTES) throw wholeFileTooLarge(bytes.length, whole);
-    if (options.preset || options.map || options.delimiter || options.decimal || (options.dateFormat && whole !== "QIF")) {
-      throw new BankFileError(`The file is ${whole}: --preset, --map, --delimiter, --decimal${whole === "QIF" ? "" : " and --date-format"} apply to CSV files only.`);
+    if (options.preset || options.map || options.delimiter || options.decimal || options.moneyOut || (options.dateFormat && whole !== "QIF")) {
+      throw new BankFileError(`The file is ${whole}: --preset, --map, --delimiter, --decimal, --money-out${whole === "QIF" ? "" : " and --date-format"} apply to CSV files only.`);
     }
     const balances = { skipBalanceCheck: options.skipBalanceCheck };
     const read = whole === "QIF" ? readQifStatement(text, dateOrder)

@@ -13,12 +13,16 @@ export interface BankFileOptions {
   delimiter?: string;
   /** `comma` or `point`: the CSV amounts' decimal mark, when no amount of a column settles it (1,234). */
   decimal?: string;
+  /** `positive` or `negative`: how a CSV's single signed amount column writes money out (negative unless said). */
+  moneyOut?: string;
+  /** The payment account's type (bank, credit_card, clearing): a card's CSV with mostly positive amounts needs `moneyOut`. */
+  accountType?: string;
   /** MT940 and camt.053: a statement whose balances do not add up is read, with a warning, instead of refused. */
   skipBalanceCheck?: boolean;
 }
 
 /** The reading flags a payment account's files may need, which `--save-layout` keeps for it. */
-export const LAYOUT_FLAGS = ["preset", "map", "dateFormat", "delimiter", "decimal"] as const;
+export const LAYOUT_FLAGS = ["preset", "map", "dateFormat", "delimiter", "decimal", "moneyOut"] as const;
 export type LayoutFlags = Partial<Record<(typeof LAYOUT_FLAGS)[number], string>>;
 
 export interface BankFile {
