@@ -991,7 +991,7 @@ CREATE OR REPLACE FUNCTION app_private.bank_import_layout_flags()
  RETURNS text[]
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
-AS $function$ select array['preset', 'map', 'dateFormat', 'delimiter', 'decimal', 'moneyOut'] $function$
+AS $function$ select array['preset', 'map', 'dateFormat', 'delimiter', 'decimal', 'moneyOut', 'account'] $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.bank_statement_matches(org uuid, payment_account uuid, rows jsonb)
@@ -3580,7 +3580,7 @@ begin
     perform app_private.fail('The layout''s name must be 1 to 100 characters.');
   end if;
   if save_bank_import_layout.flags is null or jsonb_typeof(save_bank_import_layout.flags) <> 'object' or save_bank_import_layout.flags = '{}'::jsonb then
-    perform app_private.fail('A layout needs at least one reading flag: --preset, --map, --date-format, --delimiter, --decimal or --money-out.');
+    perform app_private.fail('A layout needs at least one reading flag: --preset, --map, --date-format, --delimiter, --decimal, --money-out or --account.');
   end if;
   select k into v_unknown from jsonb_object_keys(save_bank_import_layout.flags) k where not (k = any (app_private.bank_import_layout_flags())) limit 1;
   if v_unknown is not null then perform app_private.fail(format('A layout cannot hold "%s".', v_unknown)); end if;

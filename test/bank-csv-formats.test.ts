@@ -226,6 +226,14 @@ describe("card exports that write purchases positive", () => {
     expect(readBankFile(card(), { accountType: "bank" }).rows.map((r) => r.amount)).toEqual(["4.75", "128.40", "-4.75", "36.99", "-150.00"]);
   });
 
+  it("an amount in the merchant's currency (OriginalAmount) is never the account's amount, not even where Amount is empty", () => {
+    const text = "Date,Merchant,Amount,Currency,OriginalAmount,OriginalCurrency\n2025-05-05,WINDSURF,-12.90,CHF,-15.00,USD\n2025-05-06,CAFE,,CHF,-4.00,EUR\n";
+    expect(failure(() => readText(text))).toBe("Line 3: no amount.");
+    const { rows, layout } = readText(text.split("\n").slice(0, 2).join("\n") + "\n");
+    expect(rows.map((r) => [r.amount, r.currency])).toEqual([["-12.90", "CHF"]]);
+    expect(layout).not.toContain("OriginalAmount");
+  });
+
   it("--money-out is refused where the file says the side itself, and for a bad value", () => {
     const split = "Date,Description,Debit,Credit\n2025-03-01,CAFE,4.75,\n2025-03-15,PAYMENT,,150.00\n";
     expect(failure(() => readText(split, { moneyOut: "positive" }))).toMatch(/^--money-out applies to a single signed amount column; this file's debit and credit columns/);

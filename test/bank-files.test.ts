@@ -124,11 +124,18 @@ describe("what real downloads look like", () => {
     expect(rows.map((r) => r.amount)).toEqual(["-19.00", "50.00"]);
   });
 
-  it("an RBC export holding two accounts is read, with a warning", () => {
+  it("an RBC export holding two accounts: refused naming --account; --account or the payment account's last four reads one account's rows", () => {
     const text = sample("rbc_chequing_sample.csv").toString().replace(/\nChequing,01234-5012345,10\/31\/2025/, "\nSavings,01234-5099999,10/31/2025");
-    const { rows, warnings } = readText(text, { preset: "rbc" });
-    expect(rows).toHaveLength(25);
-    expect(warnings).toEqual([expect.stringMatching(/^The file holds rows of 2 accounts \(01234-5012345, 01234-5099999\)/)]);
+    expect(failure(() => readText(text, { preset: "rbc" }))).toBe("The CSV file holds the transactions of 2 accounts: 01234-5012345 (24 transactions); " +
+      "01234-5099999 (1 transaction). An import goes to one payment account: give --account NUMBER (the account's number or its last digits, " +
+      "e.g. --account 01234-5012345) to read one account's transactions, and import the file once for each account.");
+    const savings = readText(text, { preset: "rbc", account: "5099999" });
+    expect(savings.rows).toHaveLength(1);
+    expect(savings.warnings).toEqual(["Only 01234-5099999 is read, as --account says; left out: 01234-5012345 (24 transactions)."]);
+    const chequing = readText(text, { preset: "rbc", lastFour: "2345" });
+    expect(chequing.rows).toHaveLength(24);
+    expect(chequing.warnings[0]).toMatch(/^The CSV file holds 2 accounts' transactions; only 01234-5012345 is read, its number ending in 2345 as the payment account's does; left out: 01234-5099999 \(1 transaction\)\. Give --account to read another\.$/);
+    expect(failure(() => readText(text, { preset: "rbc", account: "01234" }))).toMatch(/^--account 01234: no statement in the file is of that account/);
   });
 });
 

@@ -104,6 +104,27 @@ describe("MT940", () => {
     expect(total(f.rows)).toBe(-5525n);
   });
 
+  it("two accounts' statements: refused naming both and --account; never both into one account (their transfer would be booked twice)", () => {
+    expect(failure(() => read("two-accounts.mt940"))).toBe("The MT940 file holds the transactions of 2 accounts: NL17BANK0310029597EUR (2 transactions); " +
+      "NL59BANK3181240869EUR (1 transaction). An import goes to one payment account: give --account NUMBER (the account's number or its last digits, " +
+      "e.g. --account NL17BANK0310029597) to read one account's transactions, and import the file once for each account.");
+    const savings = read("two-accounts.mt940", { account: "NL59 BANK 3181 2408 69" });
+    expect(brief(savings.rows)).toEqual([["2025-04-01", "250.00", "TRANSFER FROM CHEQUING"]]);
+    expect(savings.layout).toMatch(/^MT940, 1 statement, currency EUR/);
+    expect(brief(read("two-accounts.mt940", { lastFour: "9597" }).rows)).toEqual([["2025-04-01", "-250.00", "TRANSFER TO SAVINGS"], ["2025-04-02", "-12.40", "BAKERY SUPPLIES"]]);
+    // The statement of the account not read is not checked either: its balances are not this import's.
+    const broken = sample("two-accounts.mt940").toString().replace(":62F:C250401EUR250,00", ":62F:C250401EUR999,00");
+    expect(readText(broken, { account: "9597" }).rows).toHaveLength(2);
+    // Last digits two accounts share choose neither; the whole number chooses one even when another ends in it.
+    const alike = sample("two-accounts.mt940").toString().replace("NL59BANK3181240869", "NL59BANK3181249597");
+    expect(failure(() => readText(alike, { account: "9597" }))).toBe("--account 9597 matches 2 accounts of the file " +
+      "(NL17BANK0310029597EUR (2 transactions); NL59BANK3181249597EUR (1 transaction)); give more of its number.");
+    expect(failure(() => readText(alike, { lastFour: "9597" }))).toMatch(/^The MT940 file holds the transactions of 2 accounts/);
+    const nested = sample("two-accounts.mt940").toString().replace("NL59BANK3181240869", "NL17BANK0310029597").replace(":25:NL17BANK0310029597EUR", ":25:0310029597EUR");
+    expect(readText(nested, { account: "0310029597" }).rows).toHaveLength(2);
+    expect(failure(() => readText(sample("two-accounts.mt940").toString(), { account: " - " }))).toBe("--account needs the account's number, or its last digits.");
+  });
+
   it("malformed: lines that do not come to the closing balance, a bad :61:, a cut file, 3 decimals", () => {
     expect(failure(() => read("malformed.mt940"))).toBe("Line 9: the statement REF1's opening balance 500.00 and its 2 lines (-85.25) do not come to its closing balance 424.75: " +
       "the file is incomplete or not MT940 as written by a bank. If the file is complete, import it with --skip-balance-check.");
@@ -201,6 +222,20 @@ describe("camt.053 as banks write it", () => {
 });
 
 describe("camt.053", () => {
+  it("statements of two accounts: --account reads one, its entries still named by their line in the file", () => {
+    const lines = sample("statement.camt053.xml").toString().split("\n");
+    lines[6] = lines[6].replace("CH0000000000000000000", "CH9300762011623852957");
+    const text = lines.join("\n");
+    expect(failure(() => readText(text))).toMatch(/^The camt.053 file holds the transactions of 2 accounts: CH9300762011623852957 \(3 transactions in CAD\); CH0000000000000000000 \(\d+ transactions? in CAD\)\./);
+    const second = readText(text, { account: "CH0000000000000000000" });
+    expect(second.layout).toBe("camt.053, 1 statement, currency CAD; UTF-8");
+    expect(second.warnings[0]).toMatch(/^Only CH0000000000000000000 is read, as --account says; left out: CH9300762011623852957 \(3 transactions in CAD\)\.$/);
+    const first = readText(text, { lastFour: "2957" });
+    expect(first.rows.map((r) => r.line)).toEqual([10, 23]);
+    // The second statement's first entry is the file's fourth, on line 45, whether or not the first statement is read.
+    expect(failure(() => readText(text.replace("15.50</Amt>", "15.5x</Amt>"), { account: "CH0000000000000000000" }))).toBe('Line 45 (entry 4): "15.5x" in <Amt> is not an amount.');
+  });
+
   it("two statements: DBIT out, CRDT in, booking Dt or DtTm, names of the other party, Ustrd as memo, AcctSvcrRef, pending left out", () => {
     const f = read("statement.camt053.xml");
     expect(f.currency).toBe("CAD");

@@ -1,13 +1,13 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { BankFileError, readBankFile, type StatementRow } from "../src/imports/bank-files/index.js";
+import { BankFileError, readBankFile, type BankFileOptions, type StatementRow } from "../src/imports/bank-files/index.js";
 import { looksLikeOfx } from "../src/imports/bank-files/ofx.js";
 import { failure, readText } from "./helpers/bank-file-reading.js";
 
 /* OFX as banks really write it (issue 26). The fixtures under test/fixtures/ofx are invented. */
 
 const fixture = (name: string) => readFileSync(`test/fixtures/ofx/${name}`);
-const read = (name: string) => readBankFile(fixture(name));
+const read = (name: string, options: BankFileOptions = {}) => readBankFile(fixture(name), options);
 const brief = (rows: StatementRow[]) => rows.map((r) => [r.transactionDate, r.description, r.amount]);
 
 const HEAD = "OFXHEADER:100\nDATA:OFXSGML\nVERSION:102\n\n";
@@ -78,12 +78,23 @@ describe("a sloppy OFX 2.x file: unclosed elements, CDATA, a missing </CCSTMTRS>
 });
 
 describe("several statements in one file", () => {
-  it("two accounts with transactions: refused, naming both and what to do", () => {
+  it("two accounts with transactions: refused, naming both and --account", () => {
     expect(failure(() => read("bank_and_card.ofx"))).toBe(
-      "The OFX file holds the statements of 2 accounts: bank account (CHECKING) ending 6655 (2 transactions in CAD, from line 15); " +
-      "credit card ending 9876 (1 transaction in CAD, from line 46). An import goes to one payment account: download each account's " +
-      "statement to a file of its own and import each into its payment account.");
-    expect(failure(() => read("two_bank_accounts.ofx"))).toMatch(/^The OFX file holds the statements of 2 accounts: bank account \(CHECKING\) ending 6655 .*; bank account \(CHECKING\) ending 4455 /);
+      "The OFX file holds the transactions of 2 accounts: bank account (CHECKING) ending 6655 (2 transactions in CAD, from line 15); " +
+      "credit card ending 9876 (1 transaction in CAD, from line 46). An import goes to one payment account: give --account NUMBER " +
+      "(the account's number or its last digits, e.g. --account 6655) to read one account's transactions, and import the file once for each account.");
+    expect(failure(() => read("two_bank_accounts.ofx"))).toMatch(/^The OFX file holds the transactions of 2 accounts: bank account \(CHECKING\) ending 6655 .*; bank account \(CHECKING\) ending 4455 /);
+  });
+
+  it("--account, or the payment account's last four digits, reads one account's statement and names what it left out", () => {
+    const card = read("bank_and_card.ofx", { account: "9876" });
+    expect(card.rows).toHaveLength(1);
+    expect(card.warnings).toContain("Only credit card ending 9876 is read, as --account says; left out: bank account (CHECKING) ending 6655 (2 transactions in CAD, from line 15).");
+    const bank = read("bank_and_card.ofx", { lastFour: "6655" });
+    expect(bank.rows).toHaveLength(2);
+    expect(bank.warnings.some((w) => w.startsWith("The OFX file holds 2 accounts' transactions; only bank account (CHECKING) ending 6655 is read, its number ending in 6655"))).toBe(true);
+    expect(failure(() => read("bank_and_card.ofx", { account: "1111" }))).toMatch(/^--account 1111: no statement in the file is of that account; it holds bank account/);
+    expect(failure(() => read("bank_and_card.ofx", { lastFour: "1111" }))).toMatch(/^The OFX file holds the transactions of 2 accounts/);
   });
 
   it("one account with transactions and one without: the one with transactions is read, and it says so", () => {

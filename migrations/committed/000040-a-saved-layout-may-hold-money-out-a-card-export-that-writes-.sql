@@ -1,6 +1,6 @@
 --! Previous: sha1:bcb0c17cd2058faa29077d88859ee12632d9d5ad
---! Hash: sha1:ea26cd4db9562a8c7d9fad02bcaa74201948942e
---! Message: A saved layout may hold --money-out (a card export that writes purchases positive)
+--! Hash: sha1:6a52d8d66a3cd2dbf7a46055ed6f7f55d3b6b04d
+--! Message: A saved layout may hold --money-out (a card export that writes purchases positive) and --account (one account of a file of several)
 
 --! Included imports/bank-layouts.sql
 -- Saved layouts of bank statement files (docs/api.md, From a bank's file): the reading flags a
@@ -22,7 +22,7 @@ grant select, insert, update, delete on app_public.bank_import_layouts to accoun
 -- The flags a layout may hold, by the name the reader's options use.
 create or replace function app_private.bank_import_layout_flags() returns text[]
   language sql immutable parallel safe as
-$$ select array['preset', 'map', 'dateFormat', 'delimiter', 'decimal', 'moneyOut'] $$;
+$$ select array['preset', 'map', 'dateFormat', 'delimiter', 'decimal', 'moneyOut', 'account'] $$;
 grant execute on function app_private.bank_import_layout_flags() to accounting_visitor;
 
 create or replace function app_private.save_bank_import_layout(org uuid, payment_account_id uuid, name text, flags jsonb)
@@ -39,7 +39,7 @@ begin
     perform app_private.fail('The layout''s name must be 1 to 100 characters.');
   end if;
   if save_bank_import_layout.flags is null or jsonb_typeof(save_bank_import_layout.flags) <> 'object' or save_bank_import_layout.flags = '{}'::jsonb then
-    perform app_private.fail('A layout needs at least one reading flag: --preset, --map, --date-format, --delimiter, --decimal or --money-out.');
+    perform app_private.fail('A layout needs at least one reading flag: --preset, --map, --date-format, --delimiter, --decimal, --money-out or --account.');
   end if;
   select k into v_unknown from jsonb_object_keys(save_bank_import_layout.flags) k where not (k = any (app_private.bank_import_layout_flags())) limit 1;
   if v_unknown is not null then perform app_private.fail(format('A layout cannot hold "%s".', v_unknown)); end if;

@@ -59,7 +59,7 @@ function sameDecimal(a: { units: bigint; scale: number }, b: { units: bigint; sc
 
 const KNOWN_FLAGS: Record<string, string> = {
   "--date-format": "dateFormat", "--map": "map", "--preset": "preset", "--delimiter": "delimiter", "--decimal": "decimal",
-  "--money-out": "moneyOut", "--skip-balance-check": "skipBalanceCheck",
+  "--money-out": "moneyOut", "--skip-balance-check": "skipBalanceCheck", "--account": "account",
 };
 
 /** The CLI flags as readBankFile options; a flag it does not know yet goes through in camelCase. */

@@ -20,10 +20,10 @@ export const bankImportCommands: Record<string, Command> = {
     usage: "import_bank_csv FILE --org-name N --payment-account NAME [--preset rbc|td|cibc] " +
       "[--map date=COL,description=COL,amount=COL[,indicator=COL] | --map date=COL,description=COL,debit=COL,credit=COL] " +
       "[--date-format M/D/YYYY|D/M/YYYY|YYYY-MM-DD|DD.MM.YYYY|D/M/YY] [--delimiter ,|;|tab|pipe] [--decimal comma|point] " +
-      "[--money-out positive|negative] " +
+      "[--money-out positive|negative] [--account NUMBER] " +
       "[--skip-balance-check] [--save-layout NAME] [--dry-run]",
     options: {
-      "org-name": string, "payment-account": string, preset: string, map: string, "date-format": string, delimiter: string, decimal: string, "money-out": string,
+      "org-name": string, "payment-account": string, preset: string, map: string, "date-format": string, delimiter: string, decimal: string, "money-out": string, account: string,
       "skip-balance-check": { type: "boolean" }, "save-layout": string, "dry-run": { type: "boolean" },
     },
     async run(ctx) {
@@ -34,19 +34,20 @@ export const bankImportCommands: Record<string, Command> = {
       const saveAs = ctx.args.values["save-layout"] as string | undefined;
 
       const org = await organizationByName(ctx.db, orgName);
-      // The account's type tells the reader a card statement, whose exports may write purchases positive.
-      const [{ id: accountId, accountType }] = await sql<{ id: string; accountType: string }>(ctx.db,
-        "select a.id, a.account_type as \"accountType\" from app_public.accounts a where a.id = app_private.payment_account_by_name($1, $2)",
-        [org.id, accountName]);
+      // The account's type tells the reader a card statement, whose exports may write purchases
+      // positive; its last four digits, which account of a file of several is this one.
+      const [{ id: accountId, accountType, lastFour }] = await sql<{ id: string; accountType: string; lastFour: string | null }>(ctx.db,
+        "select a.id, a.account_type as \"accountType\", a.last_four as \"lastFour\" from app_public.accounts a " +
+        "where a.id = app_private.payment_account_by_name($1, $2)", [org.id, accountName]);
       // The flags given, or else the layout saved for the account (docs/api.md, From a bank's file).
       const given = layoutFlagsOf(ctx);
       const [{ saved }] = Object.keys(given).length ? [{ saved: null }] : await sql<{ saved: { name: string; flags: LayoutFlags } | null }>(ctx.db,
         "select app_private.bank_import_layout($1, $2) as saved", [org.id, accountId]);
       const flags = saved?.flags ?? given;
       if (saveAs !== undefined && !Object.keys(flags).length) {
-        throw new CliError("--save-layout keeps the reading flags a file needed: give them with it (--preset, --map, --date-format, --delimiter, --decimal or --money-out).");
+        throw new CliError("--save-layout keeps the reading flags a file needed: give them with it (--preset, --map, --date-format, --delimiter, --decimal, --money-out or --account).");
       }
-      const read = await readStatement(file, { ...flags, accountType, skipBalanceCheck: ctx.args.values["skip-balance-check"] === true }).catch((e) => {
+      const read = await readStatement(file, { ...flags, accountType, ...(lastFour ? { lastFour } : {}), skipBalanceCheck: ctx.args.values["skip-balance-check"] === true }).catch((e) => {
         if (!saved || !(e instanceof CliError)) throw e;
         throw new CliError(`${e.message} (Read with the layout "${saved.name}" saved for "${accountName}": ${describeFlags(saved.flags)}; ` +
           "give the flags this file needs to read it otherwise.)");
@@ -137,7 +138,7 @@ function onlyFile(ctx: CommandContext): string {
 /** The reading flags given on the command line, by their option names (LAYOUT_FLAGS). */
 function layoutFlagsOf(ctx: CommandContext): LayoutFlags {
   const cli: Record<(typeof LAYOUT_FLAGS)[number], string> = {
-    preset: "preset", map: "map", dateFormat: "date-format", delimiter: "delimiter", decimal: "decimal", moneyOut: "money-out",
+    preset: "preset", map: "map", dateFormat: "date-format", delimiter: "delimiter", decimal: "decimal", moneyOut: "money-out", account: "account",
   };
   const flags: LayoutFlags = {};
   for (const name of LAYOUT_FLAGS) {

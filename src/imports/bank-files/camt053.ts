@@ -1,3 +1,4 @@
+import { chooseAccount, tallyAccounts, type AccountChoice } from "./accounts.js";
 import { XMLParser, XMLValidator } from "fast-xml-parser";
 import { isZero, negate, parseAmount } from "./amounts.js";
 import { dateOutOfRange, isoDate } from "./dates.js";
@@ -50,7 +51,7 @@ const parser = new XMLParser({
  * (balances read exactly, whatever their decimals), or the file is refused (`skipBalanceCheck`:
  * read with a warning instead).
  */
-export function readCamt053Statement(text_: string, options: { skipBalanceCheck?: boolean } = {}): { rows: StatementRow[]; warnings: string[]; layout: string } {
+export function readCamt053Statement(text_: string, options: { skipBalanceCheck?: boolean } & AccountChoice = {}): { rows: StatementRow[]; warnings: string[]; layout: string } {
   // No DOCTYPE, no entity declarations: nothing to expand, nothing external to fetch (XXE).
   const doctype = /<!(?:DOCTYPE|ENTITY)\b/i.exec(text_);
   if (doctype) throw new BankFileError(`Line ${lineAt(text_, doctype.index)}: the XML has a <!DOCTYPE> or <!ENTITY> declaration, which no camt.053 statement has; the file is refused.`);
@@ -63,15 +64,28 @@ export function readCamt053Statement(text_: string, options: { skipBalanceCheck?
     throw new BankFileError(`The file looks like camt.053 but cannot be read: ${(e as Error).message}.`);
   }
   const root = node(path(doc, "Document", "BkToCstmrStmt"));
-  const statements = list(root.Stmt).map(node);
-  if (statements.length === 0) throw new BankFileError("The camt.053 file holds no statement (Document/BkToCstmrStmt/Stmt).");
+  const all = list(root.Stmt).map(node);
+  if (all.length === 0) throw new BankFileError("The camt.053 file holds no statement (Document/BkToCstmrStmt/Stmt).");
+  const accountOf = (stmt: Node) => text(path(stmt, "Acct", "Id", "IBAN")) || text(path(stmt, "Acct", "Id", "Othr", "Id"));
+  const chosen = chooseAccount("camt.053", tallyAccounts(all, (stmt) => {
+    const id = accountOf(stmt);
+    const ccy = text(path(stmt, "Acct", "Ccy")).toUpperCase();
+    return { key: id, id, label: id || "the statements with no account (<Acct><Id>)", ...(ccy ? { detail: `in ${ccy}` } : {}), suggest: id || "NUMBER" };
+  }, (stmt) => list(stmt.Ntry).length), options);
+  const statements = chosen.key === undefined ? all : all.filter((stmt) => accountOf(stmt) === chosen.key);
 
   const entryLines = lineNumbers(text_, /<(?:[\w.-]+:)?Ntry[\s>]/g);
   const rows: StatementRow[] = [];
   const warnings: string[] = [];
+  // n numbers the file's entries, those of statements not read too, as their lines are numbered.
   let n = 0;
-  for (const stmt of statements) {
-    const index = statements.indexOf(stmt) + 1;
+  let entries = 0;
+  for (const stmt of all) {
+    if (!statements.includes(stmt)) {
+      n += list(stmt.Ntry).length;
+      continue;
+    }
+    const index = all.indexOf(stmt) + 1;
     const statementCurrency = text(path(stmt, "Acct", "Ccy")).toUpperCase();
     const moved: Exact[] = [];
     let currency = statementCurrency;
@@ -80,6 +94,7 @@ export function readCamt053Statement(text_: string, options: { skipBalanceCheck?
     const undescribed: { where: string; description: string }[] = [];
     for (const entry of list(stmt.Ntry).map(node)) {
       n++;
+      entries++;
       const line = entryLines[n - 1] ?? 0;
       const where = line ? `Line ${line} (entry ${n})` : `Entry ${n}`;
       const amt = entry.Amt;
@@ -151,11 +166,10 @@ export function readCamt053Statement(text_: string, options: { skipBalanceCheck?
         `described by the bank transaction code (<BkTxCd>), e.g. "${undescribed[0].description}".`);
     }
     checkBalances(stmt, exactSum(moved), index, options, warnings);
-    if (statementCurrency && currency !== statementCurrency) warnings.push(`Statement ${statements.indexOf(stmt) + 1}: the account is in ${statementCurrency}, its entries in ${currency}.`);
+    if (statementCurrency && currency !== statementCurrency) warnings.push(`Statement ${index}: the account is in ${statementCurrency}, its entries in ${currency}.`);
   }
-  if (n === 0) throw new BankFileError("The file holds no transactions.");
-  const accounts = new Set(statements.map((s) => text(path(s, "Acct", "Id", "IBAN")) || text(path(s, "Acct", "Id", "Othr", "Id"))));
-  if (accounts.size > 1) warnings.push(`The camt.053 file holds statements of ${accounts.size} accounts; all their transactions go to the one payment account.`);
+  if (entries === 0) throw new BankFileError("The file holds no transactions.");
+  warnings.unshift(...chosen.warnings);
   dropRepeatedReferences(rows, warnings);
   const currency = rows[0]?.currency ?? text(path(statements[0], "Acct", "Ccy"));
   return { rows, warnings, layout: `camt.053, ${statements.length} statement${statements.length === 1 ? "" : "s"}${currency ? `, currency ${currency}` : ""}` };

@@ -215,6 +215,8 @@ const HEADER_NAMES = {
   debit: /debit|withdraw|retrait|paid out|money out|^out$|^outflow$/i,
   credit: /credit|deposit|d[ée]p[oô]t|paid in|money in|^in$|^inflow$/i,
   signed: /amount|montant|^[A-Z]{3}\s?\$$|^\$$/i,
+  /** An amount in the currency the merchant charged (Viseca's OriginalAmount): never the account's amount, not even as a fallback. */
+  foreign: /orig|foreign|exchange|instructed/i,
   /**
    * A column that says, per row, whether the amount beside it is a debit or a credit.
    * `\s*(?:\/\s*)?`, not `\s*\/?\s*`: the same names, without trying every split of a run of spaces.
@@ -296,7 +298,7 @@ export function detectLayout(header: CsvRecord | undefined, data: CsvRecord[]): 
   const notAmounts = [date, ...indicatorColumns];
   let amount: CsvLayout["amount"];
   const [namedDebit, namedCredit] = [named(HEADER_NAMES.debit, notAmounts), named(HEADER_NAMES.credit, notAmounts)];
-  const namedSigned = named(HEADER_NAMES.signed, notAmounts);
+  const namedSigned = named(HEADER_NAMES.signed, notAmounts).filter((i) => !HEADER_NAMES.foreign.test(names[i] ?? ""));
   if (namedDebit.length === 1 && namedCredit.length === 1 && namedDebit[0] !== namedCredit[0]) {
     amount = { kind: "split", debit: namedDebit[0], credit: namedCredit[0] };
   } else if (indicatorColumns.length > 0) {

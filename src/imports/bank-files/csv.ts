@@ -1,3 +1,4 @@
+import { chooseAccount, tallyAccounts } from "./accounts.js";
 import { parse } from "csv-parse/sync";
 import { absolute, amountShape, decimalHint, isZero, negate, parseAmount, type DecimalMark } from "./amounts.js";
 import {
@@ -19,6 +20,9 @@ export interface CsvOptions {
   moneyOut?: MoneyOut;
   /** The payment account's type: a credit card's export may write purchases positive (checkCardSigns). */
   accountType?: string;
+  /** `--account`, and the payment account's last four digits: which account's rows a file of several is read for. */
+  account?: string;
+  lastFour?: string;
 }
 
 export type MoneyOut = "negative" | "positive";
@@ -116,21 +120,23 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
   const { data: rowsRead, continued } = continuations(read);
   // A balance or total line (no date; "Balance at start of period", "Solde") is no transaction.
   const balanceLines = rowsRead.filter((r) => !r.cells.some(isDateShaped) && BALANCE_LINE.test(r.cells.find((c) => c.trim() !== "")?.trim() ?? ""));
-  const data = rowsRead.filter((r) => !balanceLines.includes(r));
-  if (data.length === 0) {
+  const allAccounts = rowsRead.filter((r) => !balanceLines.includes(r));
+  if (allAccounts.length === 0) {
     throw new BankFileError("The file holds no transactions (no line has a date or an amount)." +
       (records.some((r) => r.cells.length > 1) ? "" : ` Every line is one field: if the fields are separated by something other than a ${delimiterName(options.delimiter ?? ",")}, give --delimiter , ; tab or pipe.`));
   }
-  checkStatementLength(data.length);
+  checkStatementLength(allAccounts.length);
   let warnings: string[] = [];
   let layout: CsvLayout;
   if (options.preset) layout = presetLayout(options.preset);
   else if (options.map) layout = mapLayout(options.map, header);
   else {
-    const detected = detectLayout(header, data);
+    const detected = detectLayout(header, allAccounts);
     layout = detected.layout;
     warnings = detected.warnings;
   }
+  const { data, warnings: accountWarnings } = oneAccountsRows(header, allAccounts, options);
+  warnings.push(...accountWarnings);
 
   checkDescription(layout, header, data);
   const marks = decimalMarks(layout, header, data, parseDecimalOption(options.decimal));
@@ -168,8 +174,6 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
     warnings.push(`${lineList(undescribed)}: the description is empty; ${from}.`);
   }
   checkCardSigns(layout, header, rows, options);
-  const accounts = mixedAccounts(header, data, options.preset);
-  if (accounts) warnings.push(accounts);
   const source = options.preset ? `preset ${options.preset.toLowerCase()}` : options.map ? "--map" : "detected";
   const separator = options.delimiter && options.delimiter !== "," ? `; ${delimiterName(options.delimiter)}-separated` : "";
   const decimals = [...new Set(marks.values())].includes("comma") ? "; decimal comma" : "";
@@ -424,23 +428,25 @@ function descriptionFallbacks(layout: CsvLayout, header: CsvRecord | undefined, 
   return [...(layout.memo !== undefined ? [layout.memo] : []), ...named];
 }
 
-/** Accounts named in the warning about several of them; the rest are counted. */
-const ACCOUNTS_NAMED = 10;
-
-/** RBC exports every account of a login in one file: all its rows go to the one payment account, so say so. */
-function mixedAccounts(header: CsvRecord | undefined, data: CsvRecord[], preset: string | undefined): string | undefined {
-  const column = preset?.toLowerCase() === "rbc" ? 1 : header?.cells.findIndex((c) => /^account number$/i.test(c.trim())) ?? -1;
-  if (column < 0) return undefined;
-  const accounts = Array.from(new Set(data.map((r) => cellText(r, column)).filter((a) => a !== "")));
-  if (accounts.length <= 1) return undefined;
-  const named = accounts.slice(0, ACCOUNTS_NAMED).join(", ") + (accounts.length > ACCOUNTS_NAMED ? ` and ${accounts.length - ACCOUNTS_NAMED} more` : "");
-  return `The file holds rows of ${accounts.length} accounts (${named}); all of them go to the one payment account. Export one account per file to keep them apart.`;
+/**
+ * RBC exports every account of a login in one file (its second column, or a column headed
+ * "Account Number" in other exports): one account's rows are read, as chooseAccount says.
+ */
+function oneAccountsRows(header: CsvRecord | undefined, data: CsvRecord[], options: CsvOptions): { data: CsvRecord[]; warnings: string[] } {
+  const column = options.preset?.toLowerCase() === "rbc" ? 1 : header?.cells.findIndex((c) => /^account\s*(?:number|no\.?|#)$/i.test(c.trim())) ?? -1;
+  if (column < 0) return { data, warnings: [] };
+  const accounts = tallyAccounts(data, (r) => {
+    const id = cellText(r, column);
+    return { key: id, id, label: id || "rows with no account number", suggest: id || "NUMBER" };
+  }, () => 1);
+  const chosen = chooseAccount("CSV", accounts, options);
+  return { data: chosen.key === undefined ? data : data.filter((r) => cellText(r, column) === chosen.key), warnings: chosen.warnings };
 }
 
 /** The CSV options of BankFileOptions (`--delimiter`, `--decimal`), checked. */
-/** The CSV options of BankFileOptions (`--delimiter`, `--decimal`, `--money-out`, the account's type), checked. */
-export function csvReadOptions(options: { delimiter?: string; decimal?: string; moneyOut?: string; accountType?: string }):
-  Pick<CsvOptions, "delimiter" | "decimal" | "moneyOut" | "accountType"> {
+/** The CSV options of BankFileOptions (`--delimiter`, `--decimal`, `--money-out`, `--account`, the payment account's type and last four), checked. */
+export function csvReadOptions(options: { delimiter?: string; decimal?: string; moneyOut?: string; accountType?: string; account?: string; lastFour?: string }):
+  Pick<CsvOptions, "delimiter" | "decimal" | "moneyOut" | "accountType" | "account" | "lastFour"> {
   parseDecimalOption(options.decimal);
   const moneyOut = parseMoneyOutOption(options.moneyOut);
   return {
@@ -448,5 +454,7 @@ export function csvReadOptions(options: { delimiter?: string; decimal?: string; 
     ...(options.decimal !== undefined ? { decimal: options.decimal } : {}),
     ...(moneyOut ? { moneyOut } : {}),
     ...(options.accountType !== undefined ? { accountType: options.accountType } : {}),
+    ...(options.account !== undefined ? { account: options.account } : {}),
+    ...(options.lastFour !== undefined ? { lastFour: options.lastFour } : {}),
   };
 }

@@ -1,3 +1,4 @@
+import { chooseAccount, tallyAccounts, type AccountChoice } from "./accounts.js";
 import { isZero, negate } from "./amounts.js";
 import { dateOutOfRange, isoDate } from "./dates.js";
 import { eventTypeFor } from "./event-type.js";
@@ -30,7 +31,7 @@ const BALANCE = /^([CD])(\d{6})([A-Z]{3})(\d{1,15}),(\d*)$/;
  * bank's reference (after `//`) is the reference. A line with neither :86: nor a reference is
  * described by its supplementary details, else its transaction type (NTRF …), with a warning.
  */
-export function readMt940Statement(text: string, options: { skipBalanceCheck?: boolean } = {}): { rows: StatementRow[]; warnings: string[]; layout: string } {
+export function readMt940Statement(text: string, options: { skipBalanceCheck?: boolean } & AccountChoice = {}): { rows: StatementRow[]; warnings: string[]; layout: string } {
   const fields = mt940Fields(text);
   const statements: Statement[] = [];
   let statement: Statement | null = null;
@@ -85,10 +86,15 @@ export function readMt940Statement(text: string, options: { skipBalanceCheck?: b
     }
   }
   if (statements.length === 0) throw new BankFileError("The MT940 file holds no statement (:20:).");
-  const warnings: string[] = [];
+  const accounts = tallyAccounts(statements, (s) => ({
+    key: s.account, id: accountNumber(s), label: s.account || `the statements with no account (:25:)`, suggest: accountNumber(s) || "NUMBER",
+  }), (s) => s.lines.length);
+  const chosen = chooseAccount("MT940", accounts, options);
+  const read = chosen.key === undefined ? statements : statements.filter((s) => s.account === chosen.key);
+  const warnings: string[] = [...chosen.warnings];
   const rows: StatementRow[] = [];
   const undescribed: { line: number; description: string }[] = [];
-  for (const s of statements) {
+  for (const s of read) {
     if (s.opening === undefined) throw new BankFileError(`Line ${s.line}: the statement ${s.reference} has no opening balance (:60F:).`);
     if (s.closing === undefined) throw new BankFileError(`Line ${s.line}: the statement ${s.reference} has no closing balance (:62F:); the file is cut short.`);
     const moved = exactSum(s.lines.map((t) => exactOf(t.amount)));
@@ -120,11 +126,15 @@ export function readMt940Statement(text: string, options: { skipBalanceCheck?: b
     warnings.push(`${lineList(undescribed.map((u) => u.line))}: the transaction has no description (:86:) and no bank reference; it is described by ` +
       `what its :61: line says (its supplementary details, else its transaction type), e.g. "${undescribed[0].description}" (line ${undescribed[0].line}).`);
   }
-  const accounts = new Set(statements.map((s) => s.account));
-  if (accounts.size > 1) warnings.push(`The MT940 file holds statements of ${accounts.size} accounts; all their transactions go to the one payment account.`);
   dropRepeatedReferences(rows, warnings);
-  const currency = statements[0].currency;
-  return { rows, warnings, layout: `MT940, ${statements.length} statement${statements.length === 1 ? "" : "s"}, currency ${currency}` };
+  const currency = read[0].currency;
+  return { rows, warnings, layout: `MT940, ${read.length} statement${read.length === 1 ? "" : "s"}, currency ${currency}` };
+}
+
+/** The account number of :25: without the currency code some banks append (NL69INGB0123456789EUR, 123456789/EUR). */
+function accountNumber(s: Statement): string {
+  const id = s.account.replace(/\s+/g, "");
+  return s.currency && id.toUpperCase().endsWith(s.currency) ? id.slice(0, -3).replace(/\/$/, "") : id;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { chooseAccount, tallyAccounts, type AccountChoice } from "./accounts.js";
 import { isZero, parseAmount } from "./amounts.js";
 import { dateOutOfRange, isoDate } from "./dates.js";
 import { eventTypeFor } from "./event-type.js";
@@ -81,7 +82,7 @@ class Notes {
  * overlapping period skip the rows already imported even where two genuine rows share date,
  * amount and payee.
  */
-export function readOfxStatement(text: string): { rows: StatementRow[]; warnings: string[]; layout: string } {
+export function readOfxStatement(text: string, choice: AccountChoice = {}): { rows: StatementRow[]; warnings: string[]; layout: string } {
   if (text.length > MAX_OFX_BYTES) throw tooLarge(text.length, "OFX");
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   const notes = new Notes();
@@ -96,7 +97,7 @@ export function readOfxStatement(text: string): { rows: StatementRow[]; warnings
   }
   const { root, closedLeaves, openLeaves } = parseBody(text, open.index, notes, xmlHeader);
   const xml = xmlHeader || (!sgmlHeader && closedLeaves > openLeaves);
-  const rows = statementRows(root, notes);
+  const rows = statementRows(root, notes, choice);
   const currency = rows.currency;
   return { rows: rows.rows, warnings: [...notes.list(), ...rows.warnings], layout: `OFX ${xml ? "2.x (XML)" : "1.x (SGML)"}${currency ? `, currency ${currency}` : ""}` };
 }
@@ -338,7 +339,7 @@ function findAll(el: El, names: Set<string>): El[] {
   return found;
 }
 
-interface Statement { el: El; card: boolean; account: string; key: string; transactions: El[]; currency: string }
+interface Statement { el: El; card: boolean; account: string; acctId: string; key: string; transactions: El[]; currency: string }
 
 function statementOf(el: El): Statement {
   const card = el.name === "CCSTMTRS";
@@ -350,7 +351,7 @@ function statementOf(el: El): Statement {
     ? `${card ? "credit card" : `bank account${type ? ` (${type})` : ""}`} ${ending}`
     : `${card ? "a credit card" : "a bank account"} with no <ACCTID> (statement on line ${el.line})`;
   return {
-    el, card, account,
+    el, card, account, acctId,
     key: acctId ? `${card ? "CC" : "BANK"}|${value(from, "BANKID")}|${acctId}` : `line ${el.line}`,
     transactions: findAll(el, new Set(["STMTTRN"])),
     currency: value(el, "CURDEF").toUpperCase(),
@@ -360,26 +361,22 @@ function statementOf(el: El): Statement {
 /**
  * A file holding several statements is read when they are all of one account (a long period
  * split by month); those with no transactions are left out (a card with nothing that month).
- * Statements of two accounts with transactions are refused: an import goes to one payment account,
- * and which statement is the one meant cannot be told from the file.
+ * Statements of two accounts with transactions: one account's are read, as chooseAccount says.
  */
-function pickStatements(root: El, notes: Notes): Statement[] {
+function pickStatements(root: El, notes: Notes, choice: AccountChoice): Statement[] {
   const all = findAll(root, new Set(["STMTRS", "CCSTMTRS"])).map(statementOf);
   if (all.length === 0) throw new BankFileError("The OFX file holds no bank or credit-card statement.");
-  const used = all.filter((s) => s.transactions.length > 0);
+  const accounts = tallyAccounts(all, (s) => ({
+    key: s.key, id: s.acctId,
+    label: s.account, detail: `${s.currency ? `in ${s.currency}, ` : ""}from line ${s.el.line}`,
+    suggest: s.acctId.length > 4 ? s.acctId.slice(-4) : s.acctId || "NUMBER",
+  }), (s) => s.transactions.length);
+  const chosen = chooseAccount("OFX", accounts, choice);
+  chosen.warnings.forEach((w) => notes.add("account", w));
+  const used = all.filter((s) => s.transactions.length > 0 && (chosen.key === undefined || s.key === chosen.key));
   if (used.length === 0) throw new BankFileError("The file holds no transactions.");
-  const accounts = new Map<string, Statement[]>();
-  for (const s of used) accounts.set(s.key, [...(accounts.get(s.key) ?? []), s]);
-  if (accounts.size > 1) {
-    const named = [...accounts.values()].map((ss) => {
-      const count = ss.reduce((sum, s) => sum + s.transactions.length, 0);
-      return `${ss[0].account} (${count} transaction${count === 1 ? "" : "s"}${ss[0].currency ? ` in ${ss[0].currency}` : ""}, from line ${ss[0].el.line})`;
-    });
-    throw new BankFileError(`The OFX file holds the statements of ${accounts.size} accounts: ${named.join("; ")}. ` +
-      "An import goes to one payment account: download each account's statement to a file of its own and import each into its payment account.");
-  }
   const empty = all.filter((s) => s.transactions.length === 0);
-  if (empty.length > 0) {
+  if (empty.length > 0 && chosen.key === undefined) {
     notes.add("empty-statement", `The OFX file also holds ${empty.length === 1 ? "a statement" : `${empty.length} statements`} with no transactions ` +
       `(${empty.map((s) => s.account).join("; ")}); only ${used[0].account} is read.`);
   }
@@ -387,8 +384,8 @@ function pickStatements(root: El, notes: Notes): Statement[] {
   return used;
 }
 
-function statementRows(root: El, notes: Notes): { rows: StatementRow[]; warnings: string[]; currency: string | undefined } {
-  const statements = pickStatements(root, notes);
+function statementRows(root: El, notes: Notes, choice: AccountChoice): { rows: StatementRow[]; warnings: string[]; currency: string | undefined } {
+  const statements = pickStatements(root, notes, choice);
   const count = statements.reduce((sum, s) => sum + s.transactions.length, 0);
   if (count > MAX_STATEMENT_ROWS) throw tooManyRows();
   const warnings: string[] = [];

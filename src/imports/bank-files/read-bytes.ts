@@ -1,3 +1,4 @@
+import type { AccountChoice } from "./accounts.js";
 import { csvReadOptions, readCsvStatement } from "./csv.js";
 import { parseDateFormatOption } from "./dates.js";
 import { looksLikeCamt053, readCamt053Statement } from "./camt053.js";
@@ -22,7 +23,7 @@ export function readBankFile(bytes: Uint8Array, options: BankFileOptions = {}): 
     if (options.preset || options.map || options.dateFormat || options.delimiter || options.decimal || options.moneyOut) {
       throw new BankFileError("The file is OFX: --preset, --map, --delimiter, --decimal, --money-out and --date-format apply to CSV files only.");
     }
-    return bankFile(readOfxStatement(text), encoding);
+    return bankFile(readOfxStatement(text, accountChoice(options)), encoding);
   }
   const whole = wholeFileFormat(text);
   if (whole) {
@@ -30,13 +31,20 @@ export function readBankFile(bytes: Uint8Array, options: BankFileOptions = {}): 
     if (options.preset || options.map || options.delimiter || options.decimal || options.moneyOut || (options.dateFormat && whole !== "QIF")) {
       throw new BankFileError(`The file is ${whole}: --preset, --map, --delimiter, --decimal, --money-out${whole === "QIF" ? "" : " and --date-format"} apply to CSV files only.`);
     }
-    const balances = { skipBalanceCheck: options.skipBalanceCheck };
+    if (whole === "QIF" && options.account !== undefined) throw new BankFileError("The file is QIF, which names no account: --account applies to CSV, OFX, MT940 and camt.053 files.");
+    const balances = { skipBalanceCheck: options.skipBalanceCheck, ...accountChoice(options) };
     const read = whole === "QIF" ? readQifStatement(text, dateOrder)
       : whole === "MT940" ? readMt940Statement(text, balances) : readCamt053Statement(text, balances);
     return bankFile(read, encoding);
   }
   return bankFile(readCsvStatement(text, { preset: options.preset, map: options.map, dateOrder, ...csvReadOptions(options) }), encoding);
 }
+
+/** Which account of a file of several is read: `--account`, else the payment account's last four digits. */
+export const accountChoice = (options: BankFileOptions): AccountChoice => ({
+  ...(options.account !== undefined ? { account: options.account } : {}),
+  ...(options.lastFour ? { lastFour: options.lastFour } : {}),
+});
 
 /** QIF, MT940 and camt.053 are read whole (by content, whatever the file's name), up to the size an OFX file may have. */
 export const MAX_WHOLE_FILE_BYTES = MAX_OFX_BYTES;

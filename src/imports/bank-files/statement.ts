@@ -17,12 +17,16 @@ export interface BankFileOptions {
   moneyOut?: string;
   /** The payment account's type (bank, credit_card, clearing): a card's CSV with mostly positive amounts needs `moneyOut`. */
   accountType?: string;
+  /** A file of several accounts: the account whose transactions are read (its number, or its last digits). */
+  account?: string;
+  /** The payment account's last four digits: in a file of several accounts, the one ending in them is read. */
+  lastFour?: string;
   /** MT940 and camt.053: a statement whose balances do not add up is read, with a warning, instead of refused. */
   skipBalanceCheck?: boolean;
 }
 
 /** The reading flags a payment account's files may need, which `--save-layout` keeps for it. */
-export const LAYOUT_FLAGS = ["preset", "map", "dateFormat", "delimiter", "decimal", "moneyOut"] as const;
+export const LAYOUT_FLAGS = ["preset", "map", "dateFormat", "delimiter", "decimal", "moneyOut", "account"] as const;
 export type LayoutFlags = Partial<Record<(typeof LAYOUT_FLAGS)[number], string>>;
 
 export interface BankFile {
