@@ -92,4 +92,27 @@ describe("saved layouts", () => {
     expect(again.json.warnings[0]).toBe('Read with the layout "Visa export" saved for "Business Visa": --money-out positive.');
     expect(again.json).toMatchObject({ importedCount: 0, skippedCount: 3 });
   });
+
+  it("a file of two accounts goes to the payment account whose last four digits it holds; --account chooses another, and is kept", async () => {
+    const savings = await addAccount(h, t, "Savings", "bank", "asset");
+    await h.owner.query("update app_public.accounts set last_four = '9999' where id = $1", [savings]);
+    const both = file("login.csv", ["Date,Description,Amount,Account Number", "2025-04-01,TRANSFER TO SAVINGS,-250.00,01234-5012345",
+      "2025-04-01,TRANSFER FROM CHEQUING,250.00,01234-5099999", "2025-04-02,COFFEE,-4.50,01234-5012345"]);
+    const into = (account: string, ...flags: string[]) =>
+      runCli(h.databaseUrl, "import_bank_csv", both, "--org-name", t.name, "--payment-account", account, "--json", ...flags);
+    const toSavings = await into("Savings");
+    expect(toSavings.code, toSavings.stderr).toBe(0);
+    expect(toSavings.json.rows.map((r: any) => r.amount)).toEqual(["250.00"]);
+    expect(toSavings.json.warnings[0]).toMatch(/^The CSV file holds 2 accounts' transactions; only 01234-5099999 is read, its number ending in 9999/);
+    // Chequing has no last four digits here: refused, naming --account, and nothing written.
+    const refused = await into("Chequing");
+    expect(refused.code).toBe(1);
+    expect(refused.json.error).toContain("give --account NUMBER");
+    const chequing = await into("Chequing", "--account", "2345", "--save-layout", "Login export");
+    expect(chequing.code, chequing.stderr).toBe(0);
+    expect(chequing.json.rows.map((r: any) => r.amount)).toEqual(["-250.00", "-4.50"]);
+    const again = await into("Chequing", "--dry-run");
+    expect(again.json.warnings[0]).toBe('Read with the layout "Login export" saved for "Chequing": --account 2345.');
+    expect(again.json).toMatchObject({ importedCount: 0, skippedCount: 2 });
+  });
 });
