@@ -241,3 +241,57 @@ describe("card exports that write purchases positive", () => {
     expect(failure(() => readBankFile(readFileSync("test/fixtures/bank-formats/statement.sta"), { moneyOut: "positive" }))).toMatch(/--money-out.*apply to CSV files only/);
   });
 });
+
+describe("after review: what a file does not say is never assumed", () => {
+  it("a row wider than the header (an unquoted decimal comma) is refused, never read as its first half", () => {
+    expect(failure(() => readText("Date,Description,Amount\n2025-01-05,Coffee,-4,50\n2025-01-06,Pay,100.00\n")))
+      .toMatch(/^Line 2: the row has 4 fields, the header 3: "50" is past the last column\. An unquoted decimal comma splits an amount in two/);
+    expect(failure(() => readText("2025-01-05,Coffee,-4.50\n2025-01-06,Pay,100,25\n2025-01-07,Rent,-900.00\n"))).toMatch(/^Line 2: the row has 4 fields, most rows 3:/);
+    // Empty fields past the header are only a trailing separator (RBC).
+    expect(readText("Date,Description,Amount\n2025-01-05,Coffee,-4.50,,\n").rows[0].amount).toBe("-4.50");
+  });
+
+  it("a header wider than every row reads (no crash), the missing columns empty", () => {
+    for (const header of ["Date,Description,Amount,DR/CR", "Date,Amount,Memo,Description", "Date,Amount,Memo,Type"]) {
+      const message = (() => { try { readText(`${header}\n2025-01-05,Coffee,-4.50\n2025-01-06,Pay,100.00\n`); return "read"; } catch (e) { return e instanceof Error ? e.constructor.name : "?"; } })();
+      expect(["read", "BankFileError"]).toContain(message);
+    }
+  });
+
+  it("a currency written in the cell that its column or row contradicts is refused", () => {
+    expect(failure(() => readText("Date,Description,CAD$\n2025-01-02,COFFEE,-4.50 USD\n2025-01-03,PAY,100.00\n"))).toBe(
+      'Line 2: "-4.50 USD" is in USD, but column 3 ("CAD$") says CAD: the file contradicts itself about the row\'s currency; correct it, or export the file again.');
+    expect(failure(() => readText("Date,Description,Amount,Currency\n2025-01-02,COFFEE,-4.50 USD,EUR\n2025-01-03,PAY,100.00,EUR\n"))).toMatch(/^Line 2: "-4.50 USD" is in USD, but column 4 \("Currency"\) says EUR/);
+    expect(readText("Date,Description,Amount,Currency\n2025-01-02,COFFEE,-4.50 EUR,EUR\n2025-01-03,PAY,100.00,EUR\n").currency).toBe("EUR");
+  });
+
+  it("DEBIT/CREDIT words agreeing with every sign say the sides: no card refusal, and --money-out refused", () => {
+    const text = "Date,Description,Details,Amount\n2025-03-01,CAFE,DEBIT,-4.75\n2025-03-02,PAYMENT,CREDIT,150.00\n2025-03-03,REFUND,CREDIT,20.00\n";
+    expect(readText(text, { accountType: "credit_card" }).rows.map((r) => r.amount)).toEqual(["-4.75", "150.00", "20.00"]);
+    expect(failure(() => readText(text, { accountType: "credit_card", moneyOut: "positive" })))
+      .toBe('--money-out applies to a single signed amount column; this file\'s column 3 ("Details"), whose DEBIT/CREDIT words agree with every sign, already say which rows are money out. Leave --money-out out.');
+  });
+
+  it("a saved --money-out positive meeting a file written from the holder's side is refused; given for the file, it is obeyed", () => {
+    const holderSide = "Date,Description,Amount\n2025-03-01,BAKERY,-7.25\n2025-03-02,OFFICE SUPPLY,-88.10\n2025-03-15,PAYMENT THANK YOU,200.00\n";
+    expect(failure(() => readText(holderSide, { accountType: "credit_card", moneyOut: "positive", fromSavedLayout: true })))
+      .toMatch(/^2 of the 3 amounts in column 3 \("Amount"\) are negative as written, but the saved --money-out positive would turn them all over/);
+    expect(readText(holderSide, { accountType: "credit_card", moneyOut: "positive" }).rows.map((r) => r.amount)).toEqual(["7.25", "88.10", "-200.00"]);
+  });
+
+  it("--map amount=COL holding no negative amount is refused unless --money-out says the signs are as written", () => {
+    const text = "Date,Description,Debit,Credit\n2025-01-02,RENT,900.00,0.00\n2025-01-03,COFFEE,4.50,0.00\n2025-01-04,PAY,0.00,100.00\n";
+    expect(failure(() => readText(text, { map: "date=1,description=2,amount=3" }))).toMatch(/^column 3 \("Debit"\), mapped as the signed amount, holds no negative amount: every row would be money in/);
+    expect(readText("Date,Description,Amount\n2025-01-02,PAYOUT,900.00\n", { map: "date=1,description=2,amount=3", moneyOut: "negative" }).rows[0].amount).toBe("900.00");
+  });
+
+  it("a saved layout's CSV flags are passed over, saying so, for the account's OFX, MT940 or camt.053 file; given for the file, refused", () => {
+    const ofx = readFileSync("test/fixtures/ofx/bank_and_card.ofx");
+    const file = readBankFile(ofx, { decimal: "point", moneyOut: "positive", account: "6655", fromSavedLayout: true });
+    expect(file.rows).toHaveLength(2);
+    expect(file.warnings[0]).toBe("The saved layout's --decimal, --money-out do not apply to this OFX file: passed over.");
+    expect(failure(() => readBankFile(ofx, { decimal: "point" }))).toMatch(/^The file is OFX: .*apply to CSV files only\.$/);
+    const mt940 = readBankFile(readFileSync("test/fixtures/bank-formats/statement.sta"), { delimiter: ";", fromSavedLayout: true });
+    expect(mt940.warnings[0]).toBe("The saved layout's --delimiter does not apply to this MT940 file: passed over.");
+  });
+});

@@ -208,8 +208,10 @@ describe("money in and money out: established from the file, or the file is refu
     expect(failure(() => readText("2025-09-02,A,64.99,,x1\n2025-09-03,B,,-24.86,x1\n2025-09-04,PAYMENT,,100.00,x1\n"))).toMatch(refusal);
     // Purchases and a refund, no payment: a signed column or debits with a refund.
     expect(failure(() => readText("2025-09-02,A,64.99,,x1\n2025-09-03,REFUND,-24.86,,x1\n2025-09-04,B,10.00,,x1\n"))).toMatch(refusal);
-    // The operator who says it is heard: a preset, or --map.
-    expect(readText("2025-09-02,FEE,19.00\n2025-09-03,DEPOSIT,50.00\n", { map: "date=1,description=2,amount=3" }).rows.map((r) => r.amount)).toEqual(["19.00", "50.00"]);
+    // The operator who says it is heard: a preset, or --map with --money-out saying the unsigned amounts are signed as written.
+    expect(failure(() => readText("2025-09-02,FEE,19.00\n2025-09-03,DEPOSIT,50.00\n", { map: "date=1,description=2,amount=3" }))).toMatch(/holds no negative amount/);
+    expect(readText("2025-09-02,FEE,19.00\n2025-09-03,DEPOSIT,50.00\n", { map: "date=1,description=2,amount=3", moneyOut: "negative" }).rows.map((r) => r.amount))
+      .toEqual(["19.00", "50.00"]);
     expect(readText("2025-09-02,A,64.99,,x1\n2025-09-03,REFUND,-24.86,,x1\n", { preset: "cibc" }).rows.map((r) => r.amount)).toEqual(["-64.99", "24.86"]);
   });
 });

@@ -18,7 +18,7 @@ const brief = (rows: StatementRow[]) => rows.map((r) => [r.transactionDate, r.am
 const total = (rows: StatementRow[]) => rows.reduce((s, r) => s + BigInt(r.amount.replace(".", "")), 0n);
 
 describe("QIF", () => {
-  it("a bank register, day-first dates settled by 31.01, thousands commas, a decimal comma, U beside T", () => {
+  it("a bank register, day-first dates settled by 31.01, thousands commas, U beside T", () => {
     const f = read("chequing.qif");
     expect(f.layout).toBe("QIF, dates D/M/YYYY; UTF-8");
     expect(f.currency).toBeNull();
@@ -68,11 +68,12 @@ describe("QIF", () => {
     expect(failure(() => readText("!Type:Bank\nD1/2/2025\nPX\n^\n"))).toBe("Line 2: the transaction has no amount (T).");
     expect(failure(() => readText("!Type:Bank\nD1/32/2025\nT1.00\nPX\n^\n"))).toMatch(/^Line 2: "1\/32\/2025" is not a date/);
     expect(failure(() => readText("!Type:Bank\nDyesterday\nT1.00\nPX\n^\n"))).toMatch(/^Line 2: "yesterday" is not a QIF date/);
-    expect(failure(() => readText("!Type:Bank\nD1/20/2025\nT1.005\nPX\n^\n"))).toMatch(/^Line 3: "1.005" has more than 2 decimals/);
+    expect(failure(() => readText("!Type:Bank\nD1/20/2025\nT1.005\nPX\n^\n"))).toMatch(/^Line 3: "1.005" reads two ways/);
+    expect(failure(() => readText("!Type:Bank\nD1/20/2025\nT1.005\nPX\n^\n", { decimal: "point" }))).toMatch(/^Line 3: "1.005" has more than 2 decimals/);
     expect(failure(() => readText("!Type:Invst\nD1/2/2025\nT1.00\n^\n"))).toMatch(/^Line 1: the QIF file holds investment transactions/);
     expect(failure(() => readText("!Type:Bank\nD1/2/2025\nT1.00\nPX\n!Type:Bank\n"))).toBe("Line 2: the record has no end (^) before the header on line 5.");
     expect(failure(() => readText("!Type:Bank\nD1/20/2025\nT1.00\nU2.00\nPX\n^\n"))).toMatch(/^Line 4: the U amount "2.00" differs/);
-    expect(failure(() => read("chequing.qif", { preset: "td" }))).toBe("The file is QIF: --preset, --map, --delimiter, --decimal, --money-out apply to CSV files only.");
+    expect(failure(() => read("chequing.qif", { preset: "td" }))).toBe("The file is QIF: --preset, --map, --delimiter, --money-out apply to CSV files only.");
   });
 });
 
@@ -326,5 +327,17 @@ describe("import_bank_csv end to end", () => {
       expect(r.json.error).toContain(`${DIR}/${file}: ${message}`);
     }
     expect(await events((await accountsOf(h, t)).Chequing)).toHaveLength(0);
+  });
+});
+
+describe("QIF amounts: one decimal mark for the whole file", () => {
+  const qif = (...amounts: string[]) => "!Type:Bank\n" + amounts.map((a, i) => `D01/${i + 20}/2025\nT${a}\nPPAYEE ${i}\n^\n`).join("");
+  it("a decimal comma settled by one amount reads every amount so; both marks, or only amounts that read two ways, are refused naming --decimal", () => {
+    expect(readText(qif("-12,50", "-1.250", "2.000")).rows.map((r) => r.amount)).toEqual(["-12.50", "-1250.00", "2000.00"]);
+    expect(readText(qif("-1,234.56", "-12.50")).rows.map((r) => r.amount)).toEqual(["-1234.56", "-12.50"]);
+    expect(failure(() => readText(qif("-12,50", "-1,234.56")))).toMatch(/^The amounts are written with a decimal comma \("-12,50", line 3\) and with a decimal point \("-1,234.56", line 7\): give --decimal comma/);
+    expect(failure(() => readText(qif("-1.250", "2.000")))).toBe('Line 3: "-1.250" reads two ways (a decimal mark or a thousands separator) and no amount of the file settles which. Give --decimal point (1,234.56) or --decimal comma (1.234,56).');
+    expect(readText(qif("-1.250", "2.000"), { decimal: "comma" }).rows.map((r) => r.amount)).toEqual(["-1250.00", "2000.00"]);
+    expect(readText(qif("-1.234,56", "100")).rows.map((r) => r.amount)).toEqual(["-1234.56", "100.00"]);
   });
 });

@@ -233,7 +233,7 @@ describe("import_bank_csv: review findings (sides of money, currency, lines in S
       for (const dry of [[], ["--dry-run"]]) {
         const r = await importFile(file, "--org-name", t.name, "--payment-account", "Chequing", ...dry, "--json");
         expect(r.code).toBe(1);
-        expect(r.json.error).toBe(`data/samples/bank/${file}: the amounts are in USD; ${message}`);
+        expect(r.json.error).toBe(`data/samples/bank/${file}: the amounts are in USD; ${message} An organization keeps its books in one currency: import the file into an organization kept in USD.`);
       }
     }
     const mixed = await importFile("rbc_mixed_currency.csv", "--org-name", t.name, "--payment-account", "Chequing", "--json");

@@ -47,7 +47,7 @@ export const bankImportCommands: Record<string, Command> = {
       if (saveAs !== undefined && !Object.keys(flags).length) {
         throw new CliError("--save-layout keeps the reading flags a file needed: give them with it (--preset, --map, --date-format, --delimiter, --decimal, --money-out or --account).");
       }
-      const read = await readStatement(file, { ...flags, accountType, ...(lastFour ? { lastFour } : {}), skipBalanceCheck: ctx.args.values["skip-balance-check"] === true }).catch((e) => {
+      const read = await readStatement(file, { ...flags, ...(saved ? { fromSavedLayout: true } : {}), accountType, ...(lastFour ? { lastFour } : {}), skipBalanceCheck: ctx.args.values["skip-balance-check"] === true }).catch((e) => {
         if (!saved || !(e instanceof CliError)) throw e;
         throw new CliError(`${e.message} (Read with the layout "${saved.name}" saved for "${accountName}": ${describeFlags(saved.flags)}; ` +
           "give the flags this file needs to read it otherwise.)");
@@ -124,7 +124,10 @@ async function withLines<T>(query: Promise<T>, file: string, statement: { rows: 
     const m = /^Row (\d+)\b:?\s*(.*)$/s.exec(e.message);
     const row = m ? statement.rows[Number(m[1])] : undefined;
     if (m && row) throw new CliError(`${file}: Line ${row.line}: ${m[2].replace(/^must/, "the row must")}`);
-    if (e.message.startsWith("currency must be")) throw new CliError(`${file}: the amounts are in ${statement.currency}; ${e.message}`);
+    if (e.message.startsWith("currency must be")) {
+      throw new CliError(`${file}: the amounts are in ${statement.currency}; ${e.message} An organization keeps its books in one currency: ` +
+        `import the file into an organization kept in ${statement.currency}.`);
+    }
     throw e;
   }
 }

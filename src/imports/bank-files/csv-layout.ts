@@ -9,7 +9,8 @@ export interface CsvLayout {
   description: number[];
   /**
    * `signed`: the first filled of these columns, signed as written (RBC: CAD$ or USD$).
-   * `signed` may name each column's currency (RBC: CAD$ is CAD, USD$ is USD).
+   * `signed` may name each column's currency (RBC: CAD$ is CAD, USD$ is USD), and the DEBIT/CREDIT
+   * column whose words agree with every sign (Chase's Details): the side is then the file's, twice said.
    * `split`: unsigned debit (money out) and credit (money in) columns, one filled per row (TD, CIBC);
    * a zero counts as empty; a negative amount turns a row's side over (a refund in the debit column
    * is money in), unless every amount of the column is negative (the bank's way of writing it).
@@ -17,7 +18,7 @@ export interface CsvLayout {
    * says is money out (DR, D, Debit) or in (CR, C, Credit).
    */
   amount:
-    | { kind: "signed"; columns: number[]; currencies?: (string | undefined)[] }
+    | { kind: "signed"; columns: number[]; currencies?: (string | undefined)[]; confirmedBy?: number }
     | { kind: "split"; debit: number; credit: number }
     | { kind: "indicated"; columns: number[]; indicator: number };
   memo?: number;
@@ -144,8 +145,9 @@ function widest(data: CsvRecord[]): number {
   return width;
 }
 
-function columnFacts(data: CsvRecord[]): ColumnFacts[] {
-  const width = widest(data);
+/** Facts for every column of the rows or the header, the wider (a header may name columns no row fills). */
+function columnFacts(data: CsvRecord[], headerWidth: number): ColumnFacts[] {
+  const width = Math.max(widest(data), headerWidth);
   return Array.from({ length: width }, (_, c) => {
     const values = data.map((r) => cell(r, c)).filter((v) => v !== "");
     const words = values.map(indicatorDirection);
@@ -266,7 +268,7 @@ const cannotTell = (why: string, first?: string) =>
  *   account type or a masked card number repeats).
  */
 export function detectLayout(header: CsvRecord | undefined, data: CsvRecord[]): { layout: CsvLayout; warnings: string[] } {
-  const facts = columnFacts(data);
+  const facts = columnFacts(data, header?.cells.length ?? 0);
   const warnings: string[] = [];
   const names = header?.cells.map((c) => c.trim()) ?? [];
   const label = (i: number) => (names[i] ? `"${names[i]}" (column ${i + 1})` : `column ${i + 1}`);
@@ -306,14 +308,14 @@ export function detectLayout(header: CsvRecord | undefined, data: CsvRecord[]): 
     const columns = namedSigned.length > 0 ? namedSigned : facts.map((_, i) => i).filter((i) => numberColumn(i) && facts[i].filled === data.length).slice(0, 1);
     if (columns.length === 0) throw cannotTell(`${label(indicator)} says debit or credit, but no column holds an amount on every row`);
     // Amounts signed just as the indicator says (every debit negative, no credit negative): both say the same; read as signed.
-    amount = signedLikeIndicator(data, columns, indicator) ? { kind: "signed", columns } : { kind: "indicated", columns, indicator };
+    amount = signedLikeIndicator(data, columns, indicator) ? { kind: "signed", columns, confirmedBy: indicator } : { kind: "indicated", columns, indicator };
   } else {
     // DR and CR words in a column the header does not name: an indicator perhaps, perhaps not.
     const unnamed = facts.findIndex((f, i) => allIndicators(i) && f.debitWords > 0 && f.creditWords > 0);
     const beside = namedSigned.length > 0 ? namedSigned : facts.map((_, i) => i).filter((i) => numberColumn(i) && facts[i].filled === data.length).slice(0, 1);
     // Chase's Details (DEBIT/CREDIT) beside an Amount signed the same way: the words only confirm the signs.
     if (unnamed >= 0 && beside.length > 0 && signedLikeIndicator(data, beside, unnamed)) {
-      amount = { kind: "signed", columns: beside };
+      amount = { kind: "signed", columns: beside, confirmedBy: unnamed };
     } else if (unnamed >= 0) {
       throw cannotTell(`${label(unnamed)} holds debit/credit words (${[...new Set(data.map((r) => cell(r, unnamed)))].slice(0, 4).join(", ")}) ` +
         `but ${header ? "its header does not say it is a debit/credit indicator" : "the file has no header row to say it is a debit/credit indicator"}`,

@@ -20,6 +20,8 @@ export interface CsvOptions {
   moneyOut?: MoneyOut;
   /** The payment account's type: a credit card's export may write purchases positive (checkCardSigns). */
   accountType?: string;
+  /** The reading flags are a saved layout's, not given for this file: a sign flag is checked against the file. */
+  fromSavedLayout?: boolean;
   /** `--account`, and the payment account's last four digits: which account's rows a file of several is read for. */
   account?: string;
   lastFour?: string;
@@ -126,6 +128,7 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
       (records.some((r) => r.cells.length > 1) ? "" : ` Every line is one field: if the fields are separated by something other than a ${delimiterName(options.delimiter ?? ",")}, give --delimiter , ; tab or pipe.`));
   }
   checkStatementLength(allAccounts.length);
+  checkRowWidths(header, allAccounts);
   let warnings: string[] = [];
   let layout: CsvLayout;
   if (options.preset) layout = presetLayout(options.preset);
@@ -141,7 +144,7 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
   checkDescription(layout, header, data);
   const marks = decimalMarks(layout, header, data, parseDecimalOption(options.decimal));
   checkIndicated(layout, header, data);
-  checkMoneyOutOption(layout, options.moneyOut);
+  checkMoneyOutOption(layout, header, options.moneyOut);
   const dates = data.map((r) => ({ line: r.line, text: (r.cells[layout.date] ?? "").trim() }));
   const order = options.dateOrder ?? detectDateOrder(dates, layout.dateOrders);
   const rows: StatementRow[] = [];
@@ -173,7 +176,7 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
     const from = fallbacks.length > 0 ? `described by ${fallbacks.map((c) => columnName(header, c)).join(" or ")}, else as "${NO_DESCRIPTION}"` : `described as "${NO_DESCRIPTION}"`;
     warnings.push(`${lineList(undescribed)}: the description is empty; ${from}.`);
   }
-  checkCardSigns(layout, header, rows, options);
+  checkSigns(layout, header, rows, options);
   const source = options.preset ? `preset ${options.preset.toLowerCase()}` : options.map ? "--map" : "detected";
   const separator = options.delimiter && options.delimiter !== "," ? `; ${delimiterName(options.delimiter)}-separated` : "";
   const decimals = [...new Set(marks.values())].includes("comma") ? "; decimal comma" : "";
@@ -181,6 +184,27 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
   if (balanceLines.length > 0) warnings.push(`Left out as balance or total lines (no date): line${balanceLines.length > 1 ? "s" : ""} ${balanceLines.map((r) => r.line).join(", ")}.`);
   if (continued.size > 0) warnings.push(`${continued.size} lines with neither a date nor an amount (and nothing in column 1) were read as the row above's continuation, its memo.`);
   return { rows, warnings, layout: `CSV (${source}): ${describeLayout(layout, header)}; dates ${DATE_FORMAT_LABEL[order]}${decimals}${signs}${separator}` };
+}
+
+/**
+ * A row with more fields than the header (or, with no header, than most rows) holds text past the
+ * last column: an unquoted decimal comma in a comma-separated file ("-4,50") splits an amount in
+ * two, and reading the first half would book -4.00. Empty fields past the end are common (RBC).
+ */
+function checkRowWidths(header: CsvRecord | undefined, data: CsvRecord[]): void {
+  let width = header?.cells.length;
+  if (width === undefined) {
+    const counts = new Map<number, number>();
+    for (const r of data) counts.set(r.cells.length, (counts.get(r.cells.length) ?? 0) + 1);
+    // The most common width; on a tie the narrower, so that a split row stands out.
+    width = [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]?.[0] ?? 0;
+  }
+  const wide = data.find((r) => r.cells.slice(width).some((c) => c.trim() !== ""));
+  if (!wide) return;
+  const past = wide.cells.slice(width).filter((c) => c.trim() !== "");
+  throw new BankFileError(`Line ${wide.line}: the row has ${wide.cells.length} fields, ${header ? "the header" : "most rows"} ${width}: ` +
+    `"${past.join(",").slice(0, 40)}" is past the last column. An unquoted decimal comma splits an amount in two (-4,50 read as -4 and 50): ` +
+    "export the file with amounts quoted or with another separator (then give --delimiter if it is not detected).");
 }
 
 /**
@@ -254,14 +278,27 @@ function amountOf(record: CsvRecord, layout: CsvLayout, sides: SplitSides | unde
   header: CsvRecord | undefined, moneyOut: MoneyOut | undefined): { amount: string; currency?: string; turned?: string } {
   const rowCurrency = layout.currency === undefined ? undefined : cellText(record, layout.currency).toUpperCase() || undefined;
   let cellCurrency: string | undefined;
+  let cellSays: { raw: string; column: number; currency: string } | undefined;
   const read = (column: number) => {
     const raw = cellText(record, column);
     const parsed = parseAmount(raw, { decimal: marks.get(column) ?? "point" });
     if (parsed.problem) throw new BankFileError(`Line ${record.line}: "${raw}" in column ${column + 1} ${parsed.problem}.`);
+    if (parsed.currency) cellSays = { raw, column, currency: parsed.currency };
     cellCurrency = parsed.currency ?? currencyOfHeader(header?.cells[column]);
     return parsed.value!;
   };
   const withCurrency = (result: { amount: string; currency?: string; turned?: string }) => {
+    // The currency written beside the amount is the amount's: a column or header saying another is a contradiction, not a default.
+    const others: [string | undefined, string][] = [
+      [result.currency, columnName(header, cellSays?.column ?? 0)],
+      [rowCurrency, columnName(header, layout.currency ?? 0)],
+      [currencyOfHeader(header?.cells[cellSays?.column ?? -1]), `the header of ${columnName(header, cellSays?.column ?? 0)}`],
+    ];
+    const clash = cellSays && others.find(([c]) => c !== undefined && c !== cellSays!.currency);
+    if (cellSays && clash) {
+      throw new BankFileError(`Line ${record.line}: "${cellSays.raw}" is in ${cellSays.currency}, but ${clash[1]} says ${clash[0]}: ` +
+        "the file contradicts itself about the row's currency; correct it, or export the file again.");
+    }
     const currency = result.currency ?? rowCurrency ?? cellCurrency;
     return { ...result, ...(currency ? { currency } : {}) };
   };
@@ -367,27 +404,49 @@ function checkIndicated(layout: CsvLayout, header: CsvRecord | undefined, data: 
     `--map date=COL,description=COL,amount=${layout.amount.columns.map((c) => c + 1).join("+")}.`);
 }
 
-/** `--money-out` says how one signed column writes money out; debit/credit columns and a DR/CR indicator say it themselves. */
-function checkMoneyOutOption(layout: CsvLayout, moneyOut: MoneyOut | undefined): void {
-  if (moneyOut === undefined || layout.amount.kind === "signed") return;
-  throw new BankFileError(`--money-out applies to a single signed amount column; this file's ` +
-    `${layout.amount.kind === "split" ? "debit and credit columns" : "DR/CR indicator"} already say which rows are money out. Leave --money-out out.`);
+/** Debit/credit columns, a DR/CR indicator, or DEBIT/CREDIT words agreeing with every sign: the file says each row's side itself. */
+const sidesSaid = (layout: CsvLayout) => layout.amount.kind !== "signed" || layout.amount.confirmedBy !== undefined;
+
+/** `--money-out` says how one signed column writes money out; a file that says each row's side needs no saying. */
+function checkMoneyOutOption(layout: CsvLayout, header: CsvRecord | undefined, moneyOut: MoneyOut | undefined): void {
+  if (moneyOut === undefined || !sidesSaid(layout)) return;
+  const by = layout.amount.kind === "split" ? "debit and credit columns"
+    : layout.amount.kind === "indicated" ? "DR/CR indicator" : `${columnName(header, layout.amount.confirmedBy!)}, whose DEBIT/CREDIT words agree with every sign,`;
+  throw new BankFileError(`--money-out applies to a single signed amount column; this file's ${by} already say which rows are money out. Leave --money-out out.`);
 }
 
 /**
- * Card issuers' exports often write purchases positive (the issuer's side: the holder owes more),
- * the opposite of the account's side. Into a credit card account, one signed column whose amounts
- * are mostly positive is refused until `--money-out` says which way it is written: read as written,
- * every purchase would be booked as a payment, and no figure in the file can tell.
+ * One signed column, nothing else saying the sides: signs the reader cannot check are not taken on trust.
+ * - Card issuers' exports often write purchases positive (the issuer's side: the holder owes more).
+ *   Into a credit card account, mostly positive amounts are refused until `--money-out` says which
+ *   way they are written: read as written, every purchase would be booked as a payment.
+ * - A saved `--money-out positive` meeting a file whose amounts are mostly negative (another
+ *   export, written from the holder's side) is refused rather than turned over.
+ * - A `--map …,amount=COL` with no negative amount may be unsigned withdrawals: refused unless
+ *   `--money-out` says the signs are as written.
  */
-function checkCardSigns(layout: CsvLayout, header: CsvRecord | undefined, rows: StatementRow[], options: CsvOptions): void {
-  if (options.accountType !== "credit_card" || options.moneyOut !== undefined || layout.amount.kind !== "signed") return;
-  const positive = rows.filter((r) => !r.amount.startsWith("-")).length;
-  if (positive * 2 <= rows.length) return;
+function checkSigns(layout: CsvLayout, header: CsvRecord | undefined, rows: StatementRow[], options: CsvOptions): void {
+  if (sidesSaid(layout) || layout.amount.kind !== "signed") return;
   const columns = layout.amount.columns.map((c) => columnName(header, c)).join(" and ");
-  throw new BankFileError(`The payment account is a credit card and ${positive} of the ${rows.length} amounts in ${columns} are positive: ` +
-    `card exports often write purchases as positive amounts. If the positive amounts are purchases, give --money-out positive ` +
-    `(they are booked as money out); if they are payments and refunds, give --money-out negative (read as written).`);
+  // As written in the file: a saved --money-out positive has turned them over already.
+  const asWritten = (r: StatementRow) => (options.moneyOut === "positive" ? !r.amount.startsWith("-") : r.amount.startsWith("-"));
+  const negative = rows.filter(asWritten).length;
+  const positive = rows.length - negative;
+  if (options.moneyOut === undefined && options.accountType === "credit_card" && positive * 2 > rows.length) {
+    throw new BankFileError(`The payment account is a credit card and ${positive} of the ${rows.length} amounts in ${columns} are positive: ` +
+      `card exports often write purchases as positive amounts. If the positive amounts are purchases, give --money-out positive ` +
+      `(they are booked as money out); if they are payments and refunds, give --money-out negative (read as written).`);
+  }
+  if (options.moneyOut === "positive" && options.fromSavedLayout && negative * 2 > rows.length) {
+    throw new BankFileError(`${negative} of the ${rows.length} amounts in ${columns} are negative as written, but the saved --money-out positive ` +
+      `would turn them all over: this file looks written from the account holder's side. Give --money-out negative to read it as written, ` +
+      `or --money-out positive to turn it over all the same.`);
+  }
+  if (options.map && options.moneyOut === undefined && negative === 0) {
+    throw new BankFileError(`${columns}, mapped as the signed amount, holds no negative amount: every row would be money in. If they are ` +
+      `unsigned withdrawals and deposits, map debit=COL,credit=COL or add indicator=COL; if every row is money in, give --money-out negative ` +
+      `(read as written).`);
+  }
 }
 
 /** A description is never a column of dates or amounts (a "Value Date" column would give every merchant a date). */
@@ -445,8 +504,9 @@ function oneAccountsRows(header: CsvRecord | undefined, data: CsvRecord[], optio
 
 /** The CSV options of BankFileOptions (`--delimiter`, `--decimal`), checked. */
 /** The CSV options of BankFileOptions (`--delimiter`, `--decimal`, `--money-out`, `--account`, the payment account's type and last four), checked. */
-export function csvReadOptions(options: { delimiter?: string; decimal?: string; moneyOut?: string; accountType?: string; account?: string; lastFour?: string }):
-  Pick<CsvOptions, "delimiter" | "decimal" | "moneyOut" | "accountType" | "account" | "lastFour"> {
+export function csvReadOptions(options: {
+  delimiter?: string; decimal?: string; moneyOut?: string; accountType?: string; account?: string; lastFour?: string; fromSavedLayout?: boolean;
+}): Pick<CsvOptions, "delimiter" | "decimal" | "moneyOut" | "accountType" | "account" | "lastFour" | "fromSavedLayout"> {
   parseDecimalOption(options.decimal);
   const moneyOut = parseMoneyOutOption(options.moneyOut);
   return {
@@ -456,5 +516,6 @@ export function csvReadOptions(options: { delimiter?: string; decimal?: string; 
     ...(options.accountType !== undefined ? { accountType: options.accountType } : {}),
     ...(options.account !== undefined ? { account: options.account } : {}),
     ...(options.lastFour !== undefined ? { lastFour: options.lastFour } : {}),
+    ...(options.fromSavedLayout ? { fromSavedLayout: true } : {}),
   };
 }

@@ -1,4 +1,4 @@
-import { isZero, parseAmount } from "./amounts.js";
+import { decimalHint, isZero, parseAmount, type DecimalMark } from "./amounts.js";
 import { DATE_FORMAT_LABEL, dateOutOfRange, detectDateOrder, parseDate, type DateOrder } from "./dates.js";
 import { eventTypeFor } from "./event-type.js";
 import { BankFileError, type StatementRow } from "./row.js";
@@ -30,7 +30,7 @@ interface QifRecord { line: number; fields: Map<string, { line: number; value: s
  * number (`N`) goes to the memo, never the reference, since "ATM" or a number a bank restarts
  * would make next month's row look like an imported one.
  */
-export function readQifStatement(text: string, dateOrder?: DateOrder): { rows: StatementRow[]; warnings: string[]; layout: string } {
+export function readQifStatement(text: string, dateOrder?: DateOrder, decimal?: DecimalMark): { rows: StatementRow[]; warnings: string[]; layout: string } {
   const warnings: string[] = [];
   const records: QifRecord[] = [];
   const lines = text.split(/\r\n|\r|\n/);
@@ -102,6 +102,8 @@ export function readQifStatement(text: string, dateOrder?: DateOrder): { rows: S
     }
   }
 
+  const mark = decimalMark(records, decimal);
+  const qifAmount = (cell: string) => parseAmount(cell.trim(), { decimal: mark });
   const rows: StatementRow[] = [];
   records.forEach((r, i) => {
     const d = dates[i];
@@ -137,12 +139,29 @@ export function readQifStatement(text: string, dateOrder?: DateOrder): { rows: S
 }
 
 /**
- * A QIF amount: signed, thousands commas (`-1,234.56`), or a decimal comma where nothing else can
- * be meant (`-12,50`: a thousands group has 3 digits).
+ * The file's decimal mark, settled by the whole file as a CSV column's is, never cell by cell: an
+ * amount only one mark reads (-12,50; 1,234.56) settles it; two that disagree, or amounts that all
+ * read two ways (1.250), are refused unless `--decimal` says it. Quicken's own files write a point.
  */
-function qifAmount(cell: string) {
-  const s = cell.trim();
-  return parseAmount(s, { decimalComma: /^[-+]?\d+,\d{1,2}$/.test(s) });
+function decimalMark(records: QifRecord[], given: DecimalMark | undefined): DecimalMark {
+  if (given) return given;
+  const seen: Partial<Record<DecimalMark | "either", { line: number; value: string }>> = {};
+  for (const r of records) {
+    for (const cell of [r.fields.get("T"), r.fields.get("U")]) {
+      const hint = cell ? decimalHint(cell.value) : undefined;
+      if (cell && hint && !seen[hint]) seen[hint] = cell;
+    }
+  }
+  if (seen.comma && seen.point) {
+    throw new BankFileError(`The amounts are written with a decimal comma ("${seen.comma.value}", line ${seen.comma.line}) and with a decimal point ` +
+      `("${seen.point.value}", line ${seen.point.line}): give --decimal comma or --decimal point to say which the file uses.`);
+  }
+  if (seen.comma || seen.point) return seen.comma ? "comma" : "point";
+  if (seen.either) {
+    throw new BankFileError(`Line ${seen.either.line}: "${seen.either.value}" reads two ways (a decimal mark or a thousands separator) and no amount ` +
+      "of the file settles which. Give --decimal point (1,234.56) or --decimal comma (1.234,56).");
+  }
+  return "point";
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { AccountChoice } from "./accounts.js";
-import { csvReadOptions, readCsvStatement } from "./csv.js";
+import { csvReadOptions, parseDecimalOption, readCsvStatement } from "./csv.js";
 import { parseDateFormatOption } from "./dates.js";
 import { looksLikeCamt053, readCamt053Statement } from "./camt053.js";
 import { MAX_OFX_BYTES } from "./limits.js";
@@ -8,7 +8,7 @@ import { looksLikeOfx, readOfxStatement } from "./ofx.js";
 import { looksLikeQif, readQifStatement } from "./qif.js";
 import { decodeBankFile } from "./read-text.js";
 import { BankFileError } from "./row.js";
-import { bankFile, type BankFile, type BankFileOptions } from "./statement.js";
+import { bankFile, LAYOUT_FLAGS, type BankFile, type BankFileOptions, type LayoutFlags } from "./statement.js";
 
 /**
  * A bank or credit-card statement file held in memory (CSV, OFX 1.x/2.x, QIF, MT940 or camt.053, told apart by content)
@@ -16,29 +16,55 @@ import { bankFile, type BankFile, type BankFileOptions } from "./statement.js";
  * for a bad file: nothing of a file is imported unless all of it reads. A file on disk is read
  * with readBankStatementFile, which streams a CSV.
  */
-export function readBankFile(bytes: Uint8Array, options: BankFileOptions = {}): BankFile {
+export function readBankFile(bytes: Uint8Array, given: BankFileOptions = {}): BankFile {
   const { text, encoding } = decodeBankFile(bytes);
-  const dateOrder = options.dateFormat ? parseDateFormatOption(options.dateFormat) : undefined;
   if (looksLikeOfx(text)) {
+    const { options, passedOver } = flagsFor("OFX", given);
     if (options.preset || options.map || options.dateFormat || options.delimiter || options.decimal || options.moneyOut) {
       throw new BankFileError("The file is OFX: --preset, --map, --delimiter, --decimal, --money-out and --date-format apply to CSV files only.");
     }
-    return bankFile(readOfxStatement(text, accountChoice(options)), encoding);
+    return withWarnings(bankFile(readOfxStatement(text, accountChoice(options)), encoding), passedOver);
   }
   const whole = wholeFileFormat(text);
   if (whole) {
     if (bytes.length > MAX_WHOLE_FILE_BYTES) throw wholeFileTooLarge(bytes.length, whole);
-    if (options.preset || options.map || options.delimiter || options.decimal || options.moneyOut || (options.dateFormat && whole !== "QIF")) {
-      throw new BankFileError(`The file is ${whole}: --preset, --map, --delimiter, --decimal, --money-out${whole === "QIF" ? "" : " and --date-format"} apply to CSV files only.`);
+    const { options, passedOver } = flagsFor(whole, given);
+    if (options.preset || options.map || options.delimiter || options.moneyOut || ((options.decimal || options.dateFormat) && whole !== "QIF")) {
+      throw new BankFileError(whole === "QIF" ? "The file is QIF: --preset, --map, --delimiter, --money-out apply to CSV files only."
+        : `The file is ${whole}: --preset, --map, --delimiter, --decimal, --money-out and --date-format apply to CSV files only.`);
     }
     if (whole === "QIF" && options.account !== undefined) throw new BankFileError("The file is QIF, which names no account: --account applies to CSV, OFX, MT940 and camt.053 files.");
+    const dateOrder = options.dateFormat ? parseDateFormatOption(options.dateFormat) : undefined;
     const balances = { skipBalanceCheck: options.skipBalanceCheck, ...accountChoice(options) };
-    const read = whole === "QIF" ? readQifStatement(text, dateOrder)
+    const read = whole === "QIF" ? readQifStatement(text, dateOrder, parseDecimalOption(options.decimal))
       : whole === "MT940" ? readMt940Statement(text, balances) : readCamt053Statement(text, balances);
-    return bankFile(read, encoding);
+    return withWarnings(bankFile(read, encoding), passedOver);
   }
-  return bankFile(readCsvStatement(text, { preset: options.preset, map: options.map, dateOrder, ...csvReadOptions(options) }), encoding);
+  const dateOrder = given.dateFormat ? parseDateFormatOption(given.dateFormat) : undefined;
+  return bankFile(readCsvStatement(text, { preset: given.preset, map: given.map, dateOrder, ...csvReadOptions(given) }), encoding);
 }
+
+/** The reading flags each format other than CSV takes (CSV takes them all). */
+const FORMAT_FLAGS: Record<string, (keyof LayoutFlags)[]> = { OFX: ["account"], QIF: ["dateFormat", "decimal"], MT940: ["account"], "camt.053": ["account"] };
+
+/**
+ * A saved layout was saved for the account's files of one format (a bank's CSV export); a file of
+ * another (its OFX download) is read without the flags that do not apply to it, saying so. Flags
+ * given for this file that do not apply to it are refused by the caller.
+ */
+function flagsFor(format: string, options: BankFileOptions): { options: BankFileOptions; passedOver: string[] } {
+  if (!options.fromSavedLayout) return { options, passedOver: [] };
+  const kept: BankFileOptions = { ...options };
+  const dropped = LAYOUT_FLAGS.filter((flag) => options[flag] !== undefined && !FORMAT_FLAGS[format].includes(flag));
+  for (const flag of dropped) delete kept[flag];
+  const names = dropped.map((f) => `--${f.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase())}`);
+  return {
+    options: kept,
+    passedOver: names.length ? [`The saved layout's ${names.join(", ")} ${names.length === 1 ? "does" : "do"} not apply to this ${format} file: passed over.`] : [],
+  };
+}
+
+const withWarnings = (file: BankFile, warnings: string[]): BankFile => (warnings.length ? { ...file, warnings: [...warnings, ...file.warnings] } : file);
 
 /** Which account of a file of several is read: `--account`, else the payment account's last four digits. */
 export const accountChoice = (options: BankFileOptions): AccountChoice => ({

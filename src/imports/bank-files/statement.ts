@@ -21,6 +21,8 @@ export interface BankFileOptions {
   account?: string;
   /** The payment account's last four digits: in a file of several accounts, the one ending in them is read. */
   lastFour?: string;
+  /** The reading flags come from the payment account's saved layout, not given for this file. */
+  fromSavedLayout?: boolean;
   /** MT940 and camt.053: a statement whose balances do not add up is read, with a warning, instead of refused. */
   skipBalanceCheck?: boolean;
 }
