@@ -234,6 +234,14 @@ describe("card exports that write purchases positive", () => {
     expect(layout).not.toContain("OriginalAmount");
   });
 
+  it("a card export with only purchases (no negative at all): the card refusal naming --money-out, not a dead end", () => {
+    const text = "Merchant Name,Date,Amount\nMOBIL,01/10/2019,36.33\nITUNES,12/15/2018,13.98\n";
+    expect(failure(() => readText(text, { accountType: "credit_card" }))).toMatch(/^The payment account is a credit card and 2 of the 2 amounts in column 3 \("Amount"\) are positive/);
+    expect(readText(text, { accountType: "credit_card", moneyOut: "positive" }).rows.map((r) => r.amount)).toEqual(["-36.33", "-13.98"]);
+    expect(failure(() => readText(text, { accountType: "bank" }))).toMatch(/^Cannot tell money in from money out: "Amount" \(column 3\) holds no negative amount/);
+    expect(failure(() => readText("2025-09-02,FEE,19.00\n2025-09-03,CAFE,4.50\n", { accountType: "credit_card" }))).toMatch(/^The payment account is a credit card/);
+  });
+
   it("--money-out is refused where the file says the side itself, and for a bad value", () => {
     const split = "Date,Description,Debit,Credit\n2025-03-01,CAFE,4.75,\n2025-03-15,PAYMENT,,150.00\n";
     expect(failure(() => readText(split, { moneyOut: "positive" }))).toMatch(/^--money-out applies to a single signed amount column; this file's debit and credit columns/);

@@ -267,7 +267,13 @@ const cannotTell = (why: string, first?: string) =>
  * - description: of the remaining text columns, the one with the most different values (an
  *   account type or a masked card number repeats).
  */
-export function detectLayout(header: CsvRecord | undefined, data: CsvRecord[]): { layout: CsvLayout; warnings: string[] } {
+/**
+ * `unsignedMayBeSigned`: one amount column with no negative is taken as a signed column (not
+ * refused here) when the reader will check its signs itself: a credit card's export writing every
+ * purchase positive (a month without payments or refunds), refused later until `--money-out` says
+ * which way it is written, or a `--money-out` given for the file.
+ */
+export function detectLayout(header: CsvRecord | undefined, data: CsvRecord[], unsignedMayBeSigned = false): { layout: CsvLayout; warnings: string[] } {
   const facts = columnFacts(data, header?.cells.length ?? 0);
   const warnings: string[] = [];
   const names = header?.cells.map((c) => c.trim()) ?? [];
@@ -321,13 +327,13 @@ export function detectLayout(header: CsvRecord | undefined, data: CsvRecord[]): 
         `but ${header ? "its header does not say it is a debit/credit indicator" : "the file has no header row to say it is a debit/credit indicator"}`,
         indicatorSuggestion(unnamed));
     } else if (namedSigned.length > 0) {
-      if (namedSigned.every((i) => facts[i]?.negatives === 0)) {
+      if (!unsignedMayBeSigned && namedSigned.every((i) => facts[i]?.negatives === 0)) {
         throw cannotTell(`${namedSigned.map(label).join(" and ")} ${namedSigned.length > 1 ? "hold" : "holds"} no negative amount and no column says which rows are debits`);
       }
       const currencies = namedSigned.map((i) => currencyOfHeader(names[i]));
       amount = { kind: "signed", columns: namedSigned, ...(currencies.some((c) => c) ? { currencies } : {}) };
     } else {
-      amount = detectAmount(header, data, facts, numberColumn);
+      amount = detectAmount(header, data, facts, numberColumn, unsignedMayBeSigned);
     }
   }
   const amountColumns = amount.kind === "split" ? [amount.debit, amount.credit]
@@ -359,7 +365,8 @@ export function detectLayout(header: CsvRecord | undefined, data: CsvRecord[]): 
   }
 }
 
-function detectAmount(header: CsvRecord | undefined, data: CsvRecord[], facts: ColumnFacts[], numberColumn: (i: number) => boolean): CsvLayout["amount"] {
+function detectAmount(header: CsvRecord | undefined, data: CsvRecord[], facts: ColumnFacts[], numberColumn: (i: number) => boolean,
+  unsignedMayBeSigned: boolean): CsvLayout["amount"] {
   const present = (r: CsvRecord, c: number) => isPresentAmount(cell(r, c));
   // Debit and credit columns: neighbours, at most one amount per row, each used somewhere.
   for (let i = 0; i + 1 < facts.length; i++) {
@@ -394,6 +401,7 @@ function detectAmount(header: CsvRecord | undefined, data: CsvRecord[], facts: C
     }
     return { kind: "signed", columns };
   }
+  if (first >= 0 && unsignedMayBeSigned && facts.filter((f, i) => numberColumn(i) && f.present > 0).length === 1) return { kind: "signed", columns: [first] };
   if (first >= 0) {
     throw cannotTell(`column ${first + 1} holds amounts with no sign (none is negative) and no column says which are money out`);
   }

@@ -134,7 +134,8 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
   if (options.preset) layout = presetLayout(options.preset);
   else if (options.map) layout = mapLayout(options.map, header);
   else {
-    const detected = detectLayout(header, allAccounts);
+    // Signs a card account's check (or a --money-out given) settles: an unsigned column is not refused here.
+    const detected = detectLayout(header, allAccounts, options.accountType === "credit_card" || options.moneyOut !== undefined);
     layout = detected.layout;
     warnings = detected.warnings;
   }
