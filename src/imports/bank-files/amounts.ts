@@ -28,10 +28,15 @@ const LETTER = String.raw`(?:(?=\p{L})[^\x00-\x7f])`;
 // Bounded, each part once: no backtracking through a long run of letters (a description cell is tried too).
 const SYMBOL = String.raw`[A-Z]{0,2}\$|\p{Sc}|${LETTER}{1,6}(?:\.${LETTER}{1,6}){0,3}\.?`;
 const PREFIX_CURRENCY = new RegExp(String.raw`^(?:([A-Z]{3})(?![A-Z])\$?|${SYMBOL})\s*`, "u");
-const SUFFIX_CURRENCY = new RegExp(String.raw`\s*(?:(?<![A-Z])([A-Z]{3})|${SYMBOL})$`, "u");
+// No leading \s*: tried at every position of the cell, a space run before a failing end backtracks quadratically. The spaces are trimmed after.
+const SUFFIX_CURRENCY = new RegExp(String.raw`(?:(?<![A-Z])([A-Z]{3})|${SYMBOL})$`, "u");
+/** No amount is longer (1 234 567 890,00 EUR is 20): a longer cell, a description, goes no further. */
+const MAX_AMOUNT_LENGTH = 64;
+const NOT_AN_AMOUNT = { problem: "is not an amount" };
 
-function splitCell(cell: string): Split | undefined {
+function splitCell(cell: string): Split | { problem: string } {
   let s = cell.replace(DIRECTION_MARKS, "").replace(SPACES, " ").trim();
+  if (s.length > MAX_AMOUNT_LENGTH) return NOT_AN_AMOUNT;
   let negative = false;
   let signs = 0;
   const currencies: string[] = [];
@@ -44,12 +49,19 @@ function splitCell(cell: string): Split | undefined {
     if (sign) { if (sign[1] !== "+") negative = !negative; signs++; s = s.slice(sign[0].length); } else if (money) { if (money[1]) currencies.push(money[1]); s = s.slice(money[0].length); } else break;
   }
   for (let i = 0; i < 3; i++) {
-    const sign = /\s*[-−]$/.exec(s);
-    const money = sign ? null : SUFFIX_CURRENCY.exec(s);
-    if (sign) { negative = !negative; signs++; s = s.slice(0, sign.index); } else if (money) { if (money[1]) currencies.push(money[1]); s = s.slice(0, money.index); } else break;
+    const minus = s.endsWith("-") || s.endsWith("−");
+    const money = minus ? null : SUFFIX_CURRENCY.exec(s);
+    if (minus) { negative = !negative; signs++; s = s.slice(0, -1).trimEnd(); } else if (money) { if (money[1]) currencies.push(money[1]); s = s.slice(0, money.index).trimEnd(); } else break;
   }
-  if (signs > 1 || new Set(currencies).size > 1 || !/^[\d.,' ’]*$/.test(s) || !/\d/.test(s)) return undefined;
+  if (signs > 1 || new Set(currencies).size > 1 || !/^[\d.,' ’]*$/.test(s) || !/\d/.test(s)) return NOT_AN_AMOUNT;
   return { negative, number: s, ...(currencies.length ? { currency: currencies[0] } : {}) };
+}
+
+/** The digits without their trailing zeros ("1500" → "15"), by hand: /0+$/ is quadratic on a long run of zeros before a last digit. */
+export function dropTrailingZeros(digits: string): string {
+  let end = digits.length;
+  while (end > 0 && digits.charCodeAt(end - 1) === 48) end--;
+  return digits.slice(0, end);
 }
 
 /** The number read with that decimal mark: the other mark, a space or an apostrophe may group thousands (by 3). */
@@ -71,7 +83,7 @@ function readNumber(number: string, mark: DecimalMark): { whole: string; fractio
   return { whole, fraction };
 }
 
-const valueOf = (r: { whole: string; fraction: string }) => `${r.whole}.${r.fraction.replace(/0+$/, "")}`;
+const valueOf = (r: { whole: string; fraction: string }) => `${r.whole}.${dropTrailingZeros(r.fraction)}`;
 
 /**
  * What the cell says of its column's decimal mark: "comma" or "point" when only that mark reads it
@@ -80,7 +92,7 @@ const valueOf = (r: { whole: string; fraction: string }) => `${r.whole}.${r.frac
  */
 export function decimalHint(cell: string): DecimalMark | "either" | undefined {
   const split = splitCell(cell);
-  if (!split) return undefined;
+  if ("problem" in split) return undefined;
   const [point, comma] = [readNumber(split.number, "point"), readNumber(split.number, "comma")];
   if (point && comma) return valueOf(point) === valueOf(comma) ? undefined : "either";
   return point ? "point" : comma ? "comma" : undefined;
@@ -89,7 +101,7 @@ export function decimalHint(cell: string): DecimalMark | "either" | undefined {
 /** Shaped like an amount with either mark (detection: which columns hold amounts, and their signs). */
 export function amountShape(cell: string): { negative: boolean; zero: boolean } | undefined {
   const split = splitCell(cell);
-  if (!split || (!readNumber(split.number, "point") && !readNumber(split.number, "comma"))) return undefined;
+  if ("problem" in split || (!readNumber(split.number, "point") && !readNumber(split.number, "comma"))) return undefined;
   const zero = !/[1-9]/.test(split.number);
   return { negative: split.negative && !zero, zero };
 }
@@ -100,14 +112,14 @@ export function amountShape(cell: string): { negative: boolean; zero: boolean } 
  */
 export function parseAmount(cell: string, { decimalComma = false, decimal }: { decimalComma?: boolean; decimal?: DecimalMark } = {}): ParsedAmount {
   const split = splitCell(cell);
-  if (!split) return { problem: "is not an amount" };
+  if ("problem" in split) return { problem: split.problem };
   const mark: DecimalMark = decimal ?? (decimalComma && split.number.includes(",") && !split.number.includes(".") ? "comma" : "point");
   const read = readNumber(split.number, mark);
   if (!read) {
     const other = mark === "comma" ? "point" : "comma";
     return { problem: decimal && readNumber(split.number, other) ? `is not an amount with a decimal ${mark} (--decimal ${decimal})` : "is not an amount" };
   }
-  const fraction = read.fraction.replace(/0+$/, "");
+  const fraction = dropTrailingZeros(read.fraction);
   if (fraction.length > 2) {
     // Never rounded: the books keep cents. The column's own amounts settled its mark, so the cell is wrong.
     return { problem: "has more than 2 decimals" };

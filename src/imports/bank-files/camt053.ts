@@ -21,6 +21,8 @@ const text = (v: unknown): string => {
   if (v && typeof v === "object" && "#text" in v) return String((v as Node)["#text"]).trim();
   return "";
 };
+/** A value quoted in a message, cut short: a hostile file's 10 MB "amount" is not repeated whole. */
+const clip = (s: string) => (s.length > 40 ? `${s.slice(0, 40)}…` : s);
 const path = (v: unknown, ...names: string[]): unknown => names.reduce<unknown>((n, name) => (n && typeof n === "object" ? (n as Node)[name] : undefined), v);
 
 const ARRAYS = new Set(["Stmt", "Ntry", "TxDtls", "Ustrd", "Bal", "NtryDtls", "AddtlNtryInf"]);
@@ -100,10 +102,10 @@ export function readCamt053Statement(text_: string, options: { skipBalanceCheck?
       const amt = entry.Amt;
       const magnitude = text(amt);
       const ccy = (typeof amt === "object" && amt ? String((amt as Node)["@_Ccy"] ?? "") : "").trim().toUpperCase();
-      if (!/^\d+(?:\.\d+)?$/.test(magnitude)) throw new BankFileError(`${where}: "${magnitude}" in <Amt> is not an amount.`);
+      if (!/^\d+(?:\.\d+)?$/.test(magnitude)) throw new BankFileError(`${where}: "${clip(magnitude)}" in <Amt> is not an amount.`);
       if (!/^[A-Z]{3}$/.test(ccy)) throw new BankFileError(`${where}: <Amt> has no currency (Ccy="…").`);
       const parsed = parseAmount(magnitude);
-      if (parsed.problem) throw new BankFileError(`${where}: "${magnitude}" in <Amt> ${parsed.problem}.`);
+      if (parsed.problem) throw new BankFileError(`${where}: "${clip(magnitude)}" in <Amt> ${parsed.problem}.`);
       const indicator = text(entry.CdtDbtInd);
       if (indicator !== "CRDT" && indicator !== "DBIT") throw new BankFileError(`${where}: <CdtDbtInd> is "${indicator}", not CRDT or DBIT.`);
       const amount = indicator === "DBIT" ? negate(parsed.value!) : parsed.value!;
@@ -204,7 +206,7 @@ function checkBalances(stmt: Node, moved: Exact, index: number, options: { skipB
   const find = (...codes: string[]) => codes.map((code) => balances.find((b) => text(path(b, "Tp", "CdOrPrtry", "Cd")) === code)).find((b) => b);
   const signed = (b: Node, what: string): { amount: Exact; currency: string } => {
     const v = text(b.Amt);
-    if (!/^\d+(?:\.\d+)?$/.test(v)) throw new BankFileError(`Statement ${index}: the ${what} balance (<Bal>) "${v}" is not an amount.`);
+    if (!/^\d+(?:\.\d+)?$/.test(v)) throw new BankFileError(`Statement ${index}: the ${what} balance (<Bal>) "${clip(v)}" is not an amount.`);
     const indicator = text(b.CdtDbtInd);
     if (indicator && indicator !== "CRDT" && indicator !== "DBIT") throw new BankFileError(`Statement ${index}: the ${what} balance's <CdtDbtInd> is "${indicator}", not CRDT or DBIT.`);
     const amount = exactOf(v);

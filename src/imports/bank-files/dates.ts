@@ -5,13 +5,18 @@ export type DateOrder = "MDY" | "DMY" | "YMD";
 
 export const DATE_FORMAT_LABEL: Record<DateOrder, string> = { MDY: "M/D/YYYY", DMY: "D/M/YYYY", YMD: "YYYY-MM-DD" };
 
+/** No date, with its time and zone, is longer (2025-01-03T23:30:00.123456+01:00 is 32): a longer cell is no date, and no pattern below meets more. */
+const MAX_DATE_LENGTH = 64;
+
 /**
  * `--date-format`'s value: the order of day, month and year, any separator (/ - .), zero-padded or
  * not, two- or four-digit year (D/M/YY, DD.MM.YYYY, YYYY-MM-DD…), a time part ignored (DD.MM.YYYY HH:MM).
  */
 export function parseDateFormatOption(value: string): DateOrder {
-  const format = value.trim().toUpperCase().replace(/[ T]+H.*$/, "");
-  const m = /^(D{1,2}|M{1,2}|Y{2}|Y{4})([/.-])(D{1,2}|M{1,2}|Y{2}|Y{4})\2(D{1,2}|M{1,2}|Y{2}|Y{4})$/.exec(format);
+  const format = value.trim().toUpperCase();
+  // The lookbehind starts the match only at a run's first space: from every space of a long run, [ T]+ would backtrack quadratically.
+  const m = format.length > MAX_DATE_LENGTH ? null
+    : /^(D{1,2}|M{1,2}|Y{2}|Y{4})([/.-])(D{1,2}|M{1,2}|Y{2}|Y{4})\2(D{1,2}|M{1,2}|Y{2}|Y{4})$/.exec(format.replace(/(?<![ T])[ T]+H.*$/, ""));
   const order = m ? `${m[1][0]}${m[3][0]}${m[4][0]}` : "";
   if (!m || !["MDY", "DMY", "YMD"].includes(order) || (order === "YMD" && m[1].length !== 4)) {
     throw new BankFileError(`--date-format must be one of M/D/YYYY, D/M/YYYY, YYYY-MM-DD, DD.MM.YYYY, D/M/YY… ` +
@@ -26,12 +31,18 @@ const YEAR_FIRST = /^(\d{4})[/.-](\d{1,2})[/.-](\d{1,2})$/;
 const DAY_MONTH_NAME = /^(\d{1,2})[\s./-]*([A-Za-z]{3,9})\.?[\s./-]*(\d{4}|\d{2})$/;
 /** Jan 5, 2025; January 5 2025 */
 const MONTH_NAME_DAY = /^([A-Za-z]{3,9})\.?\s+(\d{1,2}),?\s+(\d{4})$/;
-/** A time after the date: 2025-01-01 10:00:01, 01/02/2025 13:45, 2025-01-01T10:00:00Z, 1:45 PM, +01:00. */
-const TIME = /(?:[ T]+|,\s*)\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?\s*(?:[AP]\.?M\.?)?\s*(?:Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?)?$/i;
+/**
+ * A time after the date: 2025-01-01 10:00:01, 01/02/2025 13:45, 2025-01-01T10:00:00Z, 1:45 PM, +01:00.
+ * Linear: a run of spaces is entered at its first (the lookbehind), and no two \s* meet.
+ */
+const TIME = /(?:(?<![ T])[ T]+|,\s*)\d{1,2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:\s*[AP]\.?M\.?)?(?:\s*(?:Z|UTC|GMT|[+-]\d{2}(?::?\d{2})?))?$/i;
 const MONTHS = ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november", "december"];
 
 /** The date as the bank wrote it (2019.04.19. as 2019.04.19), without its time (no time zone is applied: the day written is the day booked). */
-const datePart = (cell: string) => cell.trim().replace(TIME, "").replace(/(\d)\.$/, "$1");
+function datePart(cell: string): string {
+  const s = cell.trim();
+  return s.length > MAX_DATE_LENGTH ? "" : s.replace(TIME, "").replace(/(\d)\.$/, "$1");
+}
 
 /** Two-digit years: 00–69 are 2000–2069, 70–99 are 1970–1999. */
 export const fullYear = (year: string) => (year.length === 4 ? Number(year) : Number(year) + (Number(year) < 70 ? 2000 : 1900));
@@ -114,10 +125,10 @@ export function detectDateOrder(cells: DateCell[], orders: DateOrder[] = ["MDY",
 /** Every cell as an ISO date in that order; the first that is not a date (or not one the books take) stops the file, naming its line. */
 export function toIsoDate(cell: DateCell, order: DateOrder): string {
   const iso = parseDate(cell.text, order);
-  if (iso === null) {
-    throw new BankFileError(`Line ${cell.line}: "${cell.text.trim()}" is not a date (${DATE_FORMAT_LABEL[order]}).`);
-  }
+  const text = cell.text.trim();
+  const shown = text.length > MAX_DATE_LENGTH ? `${text.slice(0, 40)}…` : text;
+  if (iso === null) throw new BankFileError(`Line ${cell.line}: "${shown}" is not a date (${DATE_FORMAT_LABEL[order]}).`);
   const outside = dateOutOfRange(iso);
-  if (outside) throw new BankFileError(`Line ${cell.line}: "${cell.text.trim()}" is ${outside}.`);
+  if (outside) throw new BankFileError(`Line ${cell.line}: "${shown}" is ${outside}.`);
   return iso;
 }

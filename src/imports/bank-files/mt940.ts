@@ -1,5 +1,5 @@
 import { chooseAccount, tallyAccounts, type AccountChoice } from "./accounts.js";
-import { isZero, negate } from "./amounts.js";
+import { dropTrailingZeros, isZero, negate } from "./amounts.js";
 import { dateOutOfRange, isoDate } from "./dates.js";
 import { eventTypeFor } from "./event-type.js";
 import { BankFileError, type StatementRow } from "./row.js";
@@ -185,7 +185,8 @@ function mt940Fields(text: string): Field[] {
   let current: Field | null = null;
   let inStatement = false;
   for (let i = 0; i < lines.length; i++) {
-    let raw = lines[i].replace(/\s+$/, "");
+    // trimEnd, not /\s+$/: tried from every space of a long run inside the line, that backtracks quadratically.
+    let raw = lines[i].trimEnd();
     // `{1:F01…}{2:O940…}{4:` before the body, `-}` or `-}{5:…}` after it.
     if (/^\{[1-5]:/.test(raw)) {
       raw = raw.replace(/^(?:\{[1-3]:[^{}]*(?:\{[^{}]*\}[^{}]*)*\})*/, "");
@@ -225,7 +226,7 @@ function need(s: Statement | null, f: Field): Statement {
 /** A balance read exactly, whatever its decimals (D: a debit balance, below zero; D0,00 is zero). */
 function balance(f: Field): { currency: string; amount: Exact } {
   const m = BALANCE.exec(f.value.trim());
-  if (!m) throw new BankFileError(`Line ${f.line}: ":${f.tag}:${f.value.trim()}" is not an MT940 balance (C or D, YYMMDD, currency, amount like 1234,56).`);
+  if (!m) throw new BankFileError(`Line ${f.line}: ":${f.tag}:${f.value.trim().slice(0, 60)}" is not an MT940 balance (C or D, YYMMDD, currency, amount like 1234,56).`);
   const amount = exactOf(`${m[4]}.${m[5]}`);
   return { currency: m[3], amount: m[1] === "D" ? negated(amount) : amount };
 }
@@ -269,8 +270,8 @@ function splitOnce(s: string, separator: string): [string, string | undefined] {
 }
 
 function decimal(whole: string, fraction: string, f: Field): string {
-  const kept = fraction.replace(/0+$/, "");
-  if (kept.length > 2) throw new BankFileError(`Line ${f.line}: the amount ${whole},${fraction} has more than 2 decimals.`);
+  const kept = dropTrailingZeros(fraction);
+  if (kept.length > 2) throw new BankFileError(`Line ${f.line}: the amount ${`${whole},${fraction}`.slice(0, 40)} has more than 2 decimals.`);
   return `${whole.replace(/^0+(?=\d)/, "")}.${kept.padEnd(2, "0")}`;
 }
 
@@ -312,7 +313,7 @@ export function showExact(d: Exact): string {
   const scale = Math.max(2, d.scale);
   const units = rescaled(d, scale);
   const digits = (units < 0n ? -units : units).toString().padStart(scale + 1, "0");
-  const fraction = digits.slice(-scale).replace(/0+$/, "").padEnd(2, "0");
+  const fraction = dropTrailingZeros(digits.slice(-scale)).padEnd(2, "0");
   return `${units < 0n ? "-" : ""}${digits.slice(0, -scale)}.${fraction}`;
 }
 

@@ -1,0 +1,59 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { readBankFile, type StatementRow } from "../src/imports/bank-files/index.js";
+import { amountShape, parseAmount } from "../src/imports/bank-files/amounts.js";
+import { isDateShaped, parseDate, parseDateFormatOption } from "../src/imports/bank-files/dates.js";
+import { failure, readText } from "./helpers/bank-file-reading.js";
+
+/* Defects a review's probes found in the bank-file readers: each is refused or read right, and fast. */
+
+const fixture = (name: string) => readFileSync(`test/fixtures/bank-formats/${name}`);
+const brief = (rows: StatementRow[]) => rows.map((r) => [r.transactionDate, r.amount, r.description]);
+
+/** Milliseconds `f` takes. 2 s is far above the few milliseconds a linear read takes, and far below the quadratic minutes. */
+function elapsed(f: () => unknown): number {
+  const start = performance.now();
+  f();
+  return performance.now() - start;
+}
+const SLOW = 2000;
+
+/** An MT940 statement of one :61: line (10.00 out) and its :86:. */
+const mt940 = (details: string, { date = "250131", opening = "100,00", closing = "90,00" } = {}) =>
+  `:20:STMT1\n:25:NL00INVT0123456789\n:60F:C${date}EUR${opening}\n:61:${date}D10,00NTRFNONREF//X1\n:86:${details}\n:62F:C${date}EUR${closing}\n-\n`;
+
+describe("long runs of spaces or digits are read in linear time", () => {
+  const spaces = " ".repeat(200_000);
+
+  it("a CSV description cell of 200,000 spaces between two letters", () => {
+    const text = `Date,Description,Amount\n2025-01-02,A${spaces}B,-4.50\n2025-01-03,Coffee,1.00\n`;
+    let rows: StatementRow[] = [];
+    expect(elapsed(() => { rows = readText(text).rows; })).toBeLessThan(SLOW);
+    expect(rows.map((r) => r.amount)).toEqual(["-4.50", "1.00"]);
+  });
+
+  it("one long cell tried as an amount and as a date: neither", () => {
+    for (const cell of [`1${spaces}x`, `A${spaces}-`, `12.00${spaces}EU`, `2025-01-01${spaces}1:00x`, `1,${spaces}1:00 PM x`, `1.${"0".repeat(200_000)}1`]) {
+      expect(elapsed(() => {
+        expect(amountShape(cell)).toBeUndefined();
+        expect(parseAmount(cell).problem).toBe("is not an amount");
+        expect(isDateShaped(cell)).toBe(false);
+      })).toBeLessThan(SLOW);
+    }
+    expect(elapsed(() => expect(() => parseDateFormatOption(`DD/MM/YYYY${spaces}X`)).toThrow(/^--date-format must be one of/))).toBeLessThan(SLOW);
+  });
+
+  it("an MT940 file with a 200,000-character :86: line", () => {
+    let rows: StatementRow[] = [];
+    expect(elapsed(() => { rows = readText(mt940(`A${spaces}B`)).rows; })).toBeLessThan(SLOW);
+    expect(rows.map((r) => r.amount)).toEqual(["-10.00"]);
+  });
+
+  it("an MT940 amount or balance with 200,000 decimals: refused, quickly", () => {
+    const zeros = "0".repeat(200_000);
+    expect(elapsed(() => expect(failure(() => readText(mt940("X").replace("D10,00", `D10,${zeros}1`)))).toMatch(/^Line 4: the amount 10,0{37} has more than 2 decimals\.$/)))
+      .toBeLessThan(SLOW);
+    expect(elapsed(() => expect(failure(() => readText(mt940("X", { opening: `100,${zeros}1` })))).toMatch(/^Line 6: the statement STMT1's opening balance 100\.0{20}/)))
+      .toBeLessThan(SLOW);
+  });
+});
