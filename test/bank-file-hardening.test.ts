@@ -57,3 +57,15 @@ describe("long runs of spaces or digits are read in linear time", () => {
       .toBeLessThan(SLOW);
   });
 });
+
+describe("a sign inside parentheses", () => {
+  it("is no amount: (-12.00) is negative twice, never read as money in", () => {
+    for (const cell of ["(-12.00)", "(12.00-)", "(+12.00)", "(−12.00)", "(-$12.00)"]) {
+      expect(parseAmount(cell).problem).toMatch(/^is not an amount: it has both parentheses and a sign/);
+    }
+    expect(parseAmount("(12.00)").value).toBe("-12.00");
+    expect(parseAmount("($1,234.50)").value).toBe("-1234.50");
+    expect(failure(() => readText("Date,Text,Amount\n2025-01-02,A,(-12.00)\n2025-01-03,B,(2.00)\n")))
+      .toBe('Line 2: "(-12.00)" in column 3 is not an amount: it has both parentheses and a sign (-12.00 or (12.00), not both).');
+  });
+});

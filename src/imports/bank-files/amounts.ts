@@ -54,6 +54,8 @@ function splitCell(cell: string): Split | { problem: string } {
     if (minus) { negative = !negative; signs++; s = s.slice(0, -1).trimEnd(); } else if (money) { if (money[1]) currencies.push(money[1]); s = s.slice(0, money.index).trimEnd(); } else break;
   }
   if (signs > 1 || new Set(currencies).size > 1 || !/^[\d.,' ’]*$/.test(s) || !/\d/.test(s)) return NOT_AN_AMOUNT;
+  // (-12.00) is negative twice: read by the rule it would be money in, by intent money out. Neither is guessed.
+  if (parens && signs > 0) return { problem: `is not an amount: it has both parentheses and a sign (-${s} or (${s}), not both)` };
   return { negative, number: s, ...(currencies.length ? { currency: currencies[0] } : {}) };
 }
 
