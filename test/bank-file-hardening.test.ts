@@ -69,3 +69,30 @@ describe("a sign inside parentheses", () => {
       .toBe('Line 2: "(-12.00)" in column 3 is not an amount: it has both parentheses and a sign (-12.00 or (12.00), not both).');
   });
 });
+
+describe("two-digit dates that read with the year first as well as last", () => {
+  const probe = "24/12/05,Coffee,-4.50\n24/12/19,Pay,100.00\n25/01/03,Rent,-900.00\n";
+
+  it("are refused naming --date-format, never read as D/M/YY in silence", () => {
+    expect(failure(() => readText(probe))).toBe('The dates (e.g. "24/12/05") read as day/month/year (2005-12-24) and as year/month/day (2024-12-05): ' +
+      "no date in the file settles which. Say which with --date-format D/M/YY or --date-format YY/MM/DD (any separator, e.g. --date-format YY-MM-DD).");
+    expect(failure(() => readText("01/02/03,Coffee,-4.50\n"))).toMatch(/read as month\/day\/year \(2003-01-02\), day\/month\/year \(2003-02-01\) and as year\/month\/day \(2001-02-03\).*--date-format M\/D\/YY, --date-format D\/M\/YY or --date-format YY\/MM\/DD/);
+  });
+
+  it("--date-format YY/MM/DD (any separator) reads them; D/M/YY reads them the other way", () => {
+    for (const format of ["YY/MM/DD", "yy-mm-dd", "YY.MM.DD HH:mm"]) expect(parseDateFormatOption(format)).toBe("YMD");
+    expect(brief(readText(probe, { dateFormat: "YY/MM/DD" }).rows).map((r) => r[0])).toEqual(["2024-12-05", "2024-12-19", "2025-01-03"]);
+    expect(brief(readText(probe, { dateFormat: "DD/MM/YY" }).rows).map((r) => r[0])).toEqual(["2005-12-24", "2019-12-24", "2003-01-25"]);
+    expect(failure(() => parseDateFormatOption("YY/DD/MM"))).toMatch(/^--date-format must be one of M\/D\/YYYY, D\/M\/YYYY, YYYY-MM-DD, YY\/MM\/DD,/);
+  });
+
+  it("a date the other reading cannot be settles it; four-digit years and dotted dates read as before", () => {
+    // 99 is no day: year first. 31/12/45: 45 is no day, year last.
+    expect(brief(readText("99/12/05,A,-1.00\n24/12/19,B,2.00\n").rows).map((r) => r[0])).toEqual(["1999-12-05", "2024-12-19"]);
+    expect(brief(readText("31/12/45,A,-1.00\n24/12/19,B,2.00\n").rows).map((r) => r[0])).toEqual(["2045-12-31", "2019-12-24"]);
+    expect(brief(readText("24/12/2005,A,-1.00\n25/01/2003,B,2.00\n").rows).map((r) => r[0])).toEqual(["2005-12-24", "2003-01-25"]);
+    expect(brief(readText("Date,Text,Amount\n31.12.24,A,-1.00\n03.04.25,B,2.00\n").rows).map((r) => r[0])).toEqual(["2024-12-31", "2025-04-03"]);
+    expect(parseDate("24-12-05", "YMD")).toBe("2024-12-05");
+    expect(parseDate("2024-12-05", "YMD")).toBe("2024-12-05");
+  });
+});

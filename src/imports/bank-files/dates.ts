@@ -10,7 +10,7 @@ const MAX_DATE_LENGTH = 64;
 
 /**
  * `--date-format`'s value: the order of day, month and year, any separator (/ - .), zero-padded or
- * not, two- or four-digit year (D/M/YY, DD.MM.YYYY, YYYY-MM-DD…), a time part ignored (DD.MM.YYYY HH:MM).
+ * not, two- or four-digit year (D/M/YY, DD.MM.YYYY, YYYY-MM-DD, YY/MM/DD…), a time part ignored (DD.MM.YYYY HH:MM).
  */
 export function parseDateFormatOption(value: string): DateOrder {
   const format = value.trim().toUpperCase();
@@ -18,15 +18,16 @@ export function parseDateFormatOption(value: string): DateOrder {
   const m = format.length > MAX_DATE_LENGTH ? null
     : /^(D{1,2}|M{1,2}|Y{2}|Y{4})([/.-])(D{1,2}|M{1,2}|Y{2}|Y{4})\2(D{1,2}|M{1,2}|Y{2}|Y{4})$/.exec(format.replace(/(?<![ T])[ T]+H.*$/, ""));
   const order = m ? `${m[1][0]}${m[3][0]}${m[4][0]}` : "";
-  if (!m || !["MDY", "DMY", "YMD"].includes(order) || (order === "YMD" && m[1].length !== 4)) {
-    throw new BankFileError(`--date-format must be one of M/D/YYYY, D/M/YYYY, YYYY-MM-DD, DD.MM.YYYY, D/M/YY… ` +
+  if (!m || !["MDY", "DMY", "YMD"].includes(order)) {
+    throw new BankFileError(`--date-format must be one of M/D/YYYY, D/M/YYYY, YYYY-MM-DD, YY/MM/DD, DD.MM.YYYY, D/M/YY… ` +
       `(the order of day, month and year; any separator / - .; a time part such as HH:MM is ignored) (got "${value}").`);
   }
   return order as DateOrder;
 }
 
 const DAY_FIRST_OR_MONTH_FIRST = /^(\d{1,2})[/.-](\d{1,2})[/.-](\d{4}|\d{2})$/;
-const YEAR_FIRST = /^(\d{4})[/.-](\d{1,2})[/.-](\d{1,2})$/;
+/** 2024-12-05; with two digits, 24/12/05 (YY/MM/DD, as Japan and Korea write it), which reads as D/M/YY too: see detectDateOrder. */
+const YEAR_FIRST = /^(\d{4}|\d{2})[/.-](\d{1,2})[/.-](\d{1,2})$/;
 /** 5 Jan 2025, 05-Jan-25, 5.Jan.2025 */
 const DAY_MONTH_NAME = /^(\d{1,2})[\s./-]*([A-Za-z]{3,9})\.?[\s./-]*(\d{4}|\d{2})$/;
 /** Jan 5, 2025; January 5 2025 */
@@ -75,8 +76,8 @@ export function parseDate(cell: string, order: DateOrder): string | null {
   const m = order === "YMD" ? YEAR_FIRST.exec(s) : DAY_FIRST_OR_MONTH_FIRST.exec(s);
   // Dotted dates are day-first wherever they are written (31.12.2024, 31.12.24): never month-first.
   if (!m || (order === "MDY" && s.includes("."))) return null;
-  const [a, b, c] = [Number(m[1]), Number(m[2]), fullYear(m[3])];
-  const [year, month, day] = order === "YMD" ? [a, b, Number(m[3])] : order === "MDY" ? [c, a, b] : [c, b, a];
+  const [year, month, day] = order === "YMD" ? [fullYear(m[1]), Number(m[2]), Number(m[3])]
+    : order === "MDY" ? [fullYear(m[3]), Number(m[1]), Number(m[2])] : [fullYear(m[3]), Number(m[2]), Number(m[1])];
   return isoDate(year, month, day);
 }
 
@@ -99,24 +100,41 @@ export function isoDate(year: number, month: number, day: number): string | null
 
 export interface DateCell { line: number; text: string }
 
+/** How each order reads a date, and the --date-format that says it for the two-digit years of a refusal. */
+const READS_AS: Record<DateOrder, { as: string; flag: string }> = {
+  MDY: { as: "month/day/year", flag: "M/D/YY" }, DMY: { as: "day/month/year", flag: "D/M/YY" }, YMD: { as: "year/month/day", flag: "YY/MM/DD" },
+};
+
+/** "a", "a or b", "a, b or c" */
+const either = (words: string[], last: string) => (words.length > 1 ? `${words.slice(0, -1).join(", ")} ${last} ${words[words.length - 1]}` : words[0]);
+
 /**
  * The order the file's dates are written in. Only an order that reads every date settles it: a
- * 30 in first place rules out month-first. When two orders read every date (every day ≤ 12), the
- * file does not say, and guessing would silently swap months and days: the operator must say.
- * When no order reads every date, the one that reads the most is taken, so that the error names
- * the line that is wrong rather than the file. A preset narrows the orders to its bank's.
+ * 30 in first place rules out month-first, a 45 in first place (a year) day- and month-first.
+ * When two orders read every date (every day ≤ 12; or every field of two digits, 24/12/05 being
+ * 2005-12-24 and 2024-12-05), the file does not say, and guessing would silently swap months,
+ * days and years: the operator must say. Dotted dates are day-first (31.12.24, as German banks
+ * write them), never year-first. When no order reads every date, the one that reads the most is
+ * taken, so that the error names the line that is wrong rather than the file. A preset narrows the
+ * orders to its bank's.
  */
-export function detectDateOrder(cells: DateCell[], orders: DateOrder[] = ["MDY", "YMD", "DMY"]): DateOrder {
+export function detectDateOrder(cells: DateCell[], orders: DateOrder[] = ["MDY", "DMY", "YMD"]): DateOrder {
   const readable = orders.map((order) => cells.filter((c) => parseDate(c.text, order) !== null).length);
-  const all = orders.filter((_, i) => readable[i] === cells.length);
+  let all = orders.filter((_, i) => readable[i] === cells.length);
+  if (all.includes("DMY") && cells.every((c) => datePart(c.text).includes("."))) all = all.filter((order) => order !== "YMD");
   if (all.length === 1) return all[0];
   if (all.length > 1) {
-    const example = cells.find((c) => parseDate(c.text, "MDY") !== parseDate(c.text, "DMY"))?.text;
-    // Only days such as 3/3: both readings give the same dates.
+    const example = cells.find((c) => new Set(all.map((order) => parseDate(c.text, order))).size > 1)?.text;
+    // Only dates such as 3/3/03: every reading gives the same dates.
     if (example === undefined) return all[0];
+    if (!all.includes("YMD")) {
+      throw new BankFileError(
+        `The dates (e.g. "${example}") read as month/day and as day/month: no date in the file settles which. ` +
+        `Say which with --date-format M/D/YYYY or --date-format D/M/YYYY (any separator, e.g. --date-format DD.MM.YYYY).`);
+    }
     throw new BankFileError(
-      `The dates (e.g. "${example}") read as month/day and as day/month: no date in the file settles which. ` +
-      `Say which with --date-format M/D/YYYY or --date-format D/M/YYYY (any separator, e.g. --date-format DD.MM.YYYY).`);
+      `The dates (e.g. "${example}") read as ${either(all.map((order) => `${READS_AS[order].as} (${parseDate(example, order)})`), "and as")}: ` +
+      `no date in the file settles which. Say which with ${either(all.map((order) => `--date-format ${READS_AS[order].flag}`), "or")} (any separator, e.g. --date-format YY-MM-DD).`);
   }
   const best = readable.reduce((a, b) => Math.max(a, b));
   return orders[readable.indexOf(best)];
