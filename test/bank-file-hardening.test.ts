@@ -96,3 +96,24 @@ describe("two-digit dates that read with the year first as well as last", () => 
     expect(parseDate("2024-12-05", "YMD")).toBe("2024-12-05");
   });
 });
+
+describe("OFX: what follows </OFX>", () => {
+  it("a second OFX document is refused, naming where it begins", () => {
+    expect(failure(() => readBankFile(fixture("hardening-two-documents.ofx"))))
+      .toBe("The file holds a second OFX document from line 67, after the first one's </OFX> on line 65: its transactions would be left out. Import each as a file of its own.");
+    const xml = readFileSync("test/fixtures/ofx/sloppy_xml.ofx", "utf8");
+    expect(failure(() => readText(xml + xml))).toMatch(/^The file holds a second OFX document from line 33, after the first one's <\/OFX> on line 32:/);
+    // The first never closed: its <OFX> is no aggregate to close and go on from.
+    const unclosed = fixture("hardening-two-documents.ofx").toString("utf8").replace("</OFX>", "");
+    expect(failure(() => readText(unclosed))).toBe("The file holds a second OFX document from line 67, before the first one's </OFX>: its transactions would be left out. Import each as a file of its own.");
+  });
+
+  it("a transaction after </OFX> is refused; other text after it is a warning", () => {
+    const one = fixture("hardening-two-documents.ofx").toString("utf8").split("\n").slice(0, 65).join("\n");
+    expect(failure(() => readText(`${one}\n<STMTTRN>\n<TRNAMT>-5.00\n</STMTTRN>\n`)))
+      .toMatch(/^Line 66: a transaction \(<STMTTRN>\) follows <\/OFX> \(line 65\), outside the statement: it would be left out\./);
+    const file = readText(`${one}\nexported by MyBank\n`);
+    expect(file.rows).toHaveLength(3);
+    expect(file.warnings).toContain("Line 65: what follows </OFX> is ignored.");
+  });
+});

@@ -188,6 +188,11 @@ function parseBody(text: string, start: number, notes: Notes, declaredXml: boole
   };
   const openTag = (name: string, selfClosing: boolean, line: number) => {
     resolve();
+    if (name === "OFX" && stack.length > 1) {
+      // A second <OFX> before the first is closed: another document, not an aggregate to close and go on from.
+      // Its SGML header, read as text inside the first, is where it begins.
+      throw secondDocument(/^\s*OFXHEADER/i.test(stray.join("")) ? strayLine : line, "before the first one's </OFX>");
+    }
     flushStray();
     if (stack.length === 1 && top.kids!.length > 0) {
       // A second root: whatever follows </OFX> is not part of the statement.
@@ -292,11 +297,28 @@ function parseBody(text: string, start: number, notes: Notes, declaredXml: boole
   resolve();
   flushStray();
   if (stack.length > 1) closeTo(1, false, lineOf(n), "");
-  if (done && /\S/.test(text.slice(i))) notes.add("after-ofx", `Line ${lineOf(i)}: what follows </OFX> is ignored.`);
+  if (done && /\S/.test(text.slice(i))) {
+    const closedAt = lineOf(i);
+    const rest = text.slice(i);
+    const next = rest.search(/<(?:OFX|STMTTRN)[\s>/]/i);
+    if (next >= 0 && /^<STMTTRN/i.test(rest.slice(next))) {
+      throw new BankFileError(`Line ${lineOf(i + next)}: a transaction (<STMTTRN>) follows </OFX> (line ${closedAt}), outside the statement: it would be left out. Correct the file, or export it again.`);
+    }
+    if (next >= 0) {
+      // Its header (OFXHEADER:, <?xml, <?OFX), when it has one, is where the second document begins.
+      const header = rest.slice(0, next).search(/OFXHEADER|<\?(?:xml|OFX)\b/i);
+      throw secondDocument(lineOf(i + (header >= 0 ? header : next)), `after the first one's </OFX> on line ${closedAt}`);
+    }
+    notes.add("after-ofx", `Line ${closedAt}: what follows </OFX> is ignored.`);
+  }
   const root = top.kids!.find((k) => k.name === "OFX" && k.kids);
   if (!root) throw new BankFileError("The file looks like OFX but has no <OFX> element.");
   return { root, closedLeaves, openLeaves };
 }
+
+/** Transactions past the first document would be left out in silence: the file is refused instead. */
+const secondDocument = (line: number, where: string) =>
+  new BankFileError(`The file holds a second OFX document from line ${line}, ${where}: its transactions would be left out. Import each as a file of its own.`);
 
 /** The five XML entities and numeric ones replaced; anything else kept as written (and said). */
 function decodeEntities(s: string, line: number, notes: Notes): string {
