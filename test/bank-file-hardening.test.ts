@@ -117,3 +117,19 @@ describe("OFX: what follows </OFX>", () => {
     expect(file.warnings).toContain("Line 65: what follows </OFX> is ignored.");
   });
 });
+
+describe("camt.053: the status in <Sts>, <Sts><Cd> or <Sts><Prtry>", () => {
+  it("pending (PDNG) and information-only (INFO) entries are left out, booked ones read; the balances agree", () => {
+    const file = readBankFile(fixture("hardening-proprietary-status.camt053.xml"));
+    expect(brief(file.rows)).toEqual([["2025-01-10", "-320.25", "Bookkeeping December"], ["2025-01-20", "2000.00", "Seeblick Hotel"]]);
+    expect(file.warnings).toEqual([
+      "Line 26 (entry 3): the entry is pending, not booked; it is left out.",
+      "Line 33 (entry 4): the entry is of status INFO, not booked; it is left out.",
+    ]);
+  });
+
+  it("a status written in an element it does not know is refused, not taken for booked", () => {
+    const text = fixture("hardening-proprietary-status.camt053.xml").toString("utf8").replace("<Prtry>PDNG</Prtry>", "<Other>PDNG</Other>");
+    expect(failure(() => readText(text))).toMatch(/^Line 26 \(entry 3\): the entry's status \(<Sts>\) holds neither a code \(<Cd>\) nor a proprietary one \(<Prtry>\)/);
+  });
+});

@@ -109,7 +109,7 @@ export function readCamt053Statement(text_: string, options: { skipBalanceCheck?
       const indicator = text(entry.CdtDbtInd);
       if (indicator !== "CRDT" && indicator !== "DBIT") throw new BankFileError(`${where}: <CdtDbtInd> is "${indicator}", not CRDT or DBIT.`);
       const amount = indicator === "DBIT" ? negate(parsed.value!) : parsed.value!;
-      const status = text(entry.Sts) || text(path(entry, "Sts", "Cd"));
+      const status = entryStatus(entry, where);
       if (status && status !== "BOOK") {
         warnings.push(`${where}: the entry is ${status === "PDNG" ? "pending" : `of status ${status}`}, not booked; it is left out.`);
         continue;
@@ -175,6 +175,20 @@ export function readCamt053Statement(text_: string, options: { skipBalanceCheck?
   dropRepeatedReferences(rows, warnings);
   const currency = rows[0]?.currency ?? text(path(statements[0], "Acct", "Ccy"));
   return { rows, warnings, layout: `camt.053, ${statements.length} statement${statements.length === 1 ? "" : "s"}${currency ? `, currency ${currency}` : ""}` };
+}
+
+/**
+ * The entry's status: `<Sts>BOOK</Sts>` (camt.053.001.02 to .07), `<Sts><Cd>BOOK</Cd></Sts>` or the
+ * bank's own `<Sts><Prtry>PDNG</Prtry></Sts>` (.08 on); "" when there is none, as in a statement of
+ * booked entries only. A status written but not read would count a pending entry as booked: refused.
+ */
+function entryStatus(entry: Node, where: string): string {
+  const sts = entry.Sts;
+  const status = text(sts) || text(path(sts, "Cd")) || text(path(sts, "Prtry"));
+  if (!status && sts !== undefined && sts !== "" && Object.keys(node(sts)).length > 0) {
+    throw new BankFileError(`${where}: the entry's status (<Sts>) holds neither a code (<Cd>) nor a proprietary one (<Prtry>); the file is refused rather than the entry taken for booked.`);
+  }
+  return status.toUpperCase();
 }
 
 /** The date (YYYY-MM-DD…) of a `<BookgDt>` or `<ValDt>`: its `Dt`, else its `DtTm`; "" when empty or absent. */
