@@ -133,3 +133,9 @@ describe("camt.053: the status in <Sts>, <Sts><Cd> or <Sts><Prtry>", () => {
     expect(failure(() => readText(text))).toMatch(/^Line 26 \(entry 3\): the entry's status \(<Sts>\) holds neither a code \(<Cd>\) nor a proprietary one \(<Prtry>\)/);
   });
 });
+
+describe("MT940's two-digit years follow the CSV rule: 00–69 are 2000–2069, 70–99 1970–1999", () => {
+  it.each([["690131", "2069-01-31"], ["700131", "1970-01-31"], ["790131", "1979-01-31"], ["991231", "1999-12-31"], ["250131", "2025-01-31"]])("%s → %s", (date, iso) => {
+    expect(readText(mt940("X", { date })).rows[0].transactionDate).toBe(iso);
+  });
+});

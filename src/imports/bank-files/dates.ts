@@ -45,7 +45,7 @@ function datePart(cell: string): string {
   return s.length > MAX_DATE_LENGTH ? "" : s.replace(TIME, "").replace(/(\d)\.$/, "$1");
 }
 
-/** Two-digit years: 00–69 are 2000–2069, 70–99 are 1970–1999. */
+/** Two-digit years: 00–69 are 2000–2069, 70–99 are 1970–1999 (CSV, QIF's dates as normalized, MT940's YYMMDD). */
 export const fullYear = (year: string) => (year.length === 4 ? Number(year) : Number(year) + (Number(year) < 70 ? 2000 : 1900));
 
 const monthNumber = (word: string) => {

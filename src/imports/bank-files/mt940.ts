@@ -1,6 +1,6 @@
 import { chooseAccount, tallyAccounts, type AccountChoice } from "./accounts.js";
 import { dropTrailingZeros, isZero, negate } from "./amounts.js";
-import { dateOutOfRange, isoDate } from "./dates.js";
+import { dateOutOfRange, fullYear, isoDate } from "./dates.js";
 import { eventTypeFor } from "./event-type.js";
 import { BankFileError, type StatementRow } from "./row.js";
 
@@ -275,9 +275,9 @@ function decimal(whole: string, fraction: string, f: Field): string {
   return `${whole.replace(/^0+(?=\d)/, "")}.${kept.padEnd(2, "0")}`;
 }
 
+/** The year by the same rule as a CSV's two-digit years (00–69 are 20xx): one file's 75 is never 2075 and another's 1975. */
 function yymmdd(s: string, f: Field): string {
-  const yy = Number(s.slice(0, 2));
-  const date = isoDate(yy < 80 ? 2000 + yy : 1900 + yy, Number(s.slice(2, 4)), Number(s.slice(4, 6)));
+  const date = isoDate(fullYear(s.slice(0, 2)), Number(s.slice(2, 4)), Number(s.slice(4, 6)));
   if (!date) throw new BankFileError(`Line ${f.line}: "${s}" is not a date (YYMMDD).`);
   return date;
 }
