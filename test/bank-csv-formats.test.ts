@@ -81,7 +81,8 @@ describe("dates as banks write them", () => {
     expect(parseDateFormatOption("dd.mm.yy")).toBe("DMY");
     expect(parseDateFormatOption("MM/DD/YYYY HH:mm:ss")).toBe("MDY");
     expect(parseDateFormatOption("YYYY-MM-DDTHH:MM")).toBe("YMD");
-    expect(() => parseDateFormatOption("YY-MM-DD")).toThrow(/^--date-format must be one of/);
+    expect(parseDateFormatOption("YY-MM-DD")).toBe("YMD");
+    expect(() => parseDateFormatOption("MM-YY-DD")).toThrow(/^--date-format must be one of/);
   });
 
   it("dotted dates are day-first", () => {
@@ -119,7 +120,8 @@ describe("other shapes", () => {
 
   it("a preamble with balances above the header, and balance lines, are not transactions", () => {
     const { rows, warnings } = readText("Account Number : 0808,: EUR,,,,\nBalance at end of period,,,,\"+31070,11\",\nDate,Operation Number,Label,Debit,Credit,Detail\n" +
-      "13/04/20,OP 1,LABEL 1,\"-50,00\",,DETAILS 1\n14/04/20,OP 2,LABEL 2,,\"1300,00\",DETAILS 2\nBalance at start of period,,,,\"+30000,77\",\n");
+      "13/04/20,OP 1,LABEL 1,\"-50,00\",,DETAILS 1\n14/04/20,OP 2,LABEL 2,,\"1300,00\",DETAILS 2\nBalance at start of period,,,,\"+30000,77\",\n",
+      { dateFormat: "D/M/YY" }); // 13/04/20 is also 2013-04-20: the file does not settle it
     expect(rows.map((r) => [r.transactionDate, r.description, r.amount])).toEqual([["2020-04-13", "LABEL 1", "-50.00"], ["2020-04-14", "LABEL 2", "1300.00"]]);
     expect(warnings).toContain("Left out as balance or total lines (no date): line 6.");
   });
