@@ -218,10 +218,19 @@ describe("import_bank_csv: review findings (sides of money, currency, lines in S
   });
 
   it("a file with one unsigned amount column is refused, never read as money in: nothing written", async () => {
-    const { t, card } = await tenantWithCard();
+    const { t, card, chequing } = await tenantWithCard();
     const r = await importFile("card_unsigned_amount.csv", "--org-name", t.name, "--payment-account", "Business Visa", "--json");
     expect(r.code).toBe(1);
-    expect(r.json.error).toMatch(/^data\/samples\/bank\/card_unsigned_amount\.csv: Cannot tell money in from money out: "Amount" \(column 3\) holds no negative amount.*--preset.*debit=COL,credit=COL.*amount=COL/);
+    // Into a bank account: which columns say the sides.
+    // Into the card: its payment is positive like the purchases, so no sign flag can part them.
+    expect(r.json.error).toMatch(/^data\/samples\/bank\/card_unsigned_amount\.csv: Every amount in column 3 \("Amount"\) is positive, the card's payment on line 4 \("PAYMENT THANK YOU"\) too: the amounts are unsigned.*debit=COL,credit=COL/);
+    const told = await importFile("card_unsigned_amount.csv", "--org-name", t.name, "--payment-account", "Business Visa", "--money-out", "positive", "--json");
+    expect(told.code).toBe(1);
+    expect(told.json.error).toContain("the amounts are unsigned, and --money-out cannot tell purchases from payments");
+    const bank = await importFile("card_unsigned_amount.csv", "--org-name", t.name, "--payment-account", "Chequing", "--json");
+    expect(bank.code).toBe(1);
+    expect(bank.json.error).toMatch(/^data\/samples\/bank\/card_unsigned_amount\.csv: Cannot tell money in from money out: "Amount" \(column 3\) holds no negative amount.*--preset.*debit=COL,credit=COL.*amount=COL/);
+    expect(await eventsOn(chequing)).toHaveLength(0);
     expect(await eventsOn(card)).toHaveLength(0);
     expect(await batches(t.organizationId)).toBe(0);
   });

@@ -6,7 +6,7 @@ import {
   type CsvLayout, type CsvRecord,
 } from "./csv-layout.js";
 import { DATE_FORMAT_LABEL, detectDateOrder, isDateShaped, toIsoDate, type DateOrder } from "./dates.js";
-import { eventTypeFor } from "./event-type.js";
+import { eventTypeFor, isCardPayment } from "./event-type.js";
 import { checkStatementLength } from "./limits.js";
 import { BankFileError, type StatementRow } from "./row.js";
 
@@ -433,6 +433,14 @@ function checkSigns(layout: CsvLayout, header: CsvRecord | undefined, rows: Stat
   const asWritten = (r: StatementRow) => (options.moneyOut === "positive" ? !r.amount.startsWith("-") : r.amount.startsWith("-"));
   const negative = rows.filter(asWritten).length;
   const positive = rows.length - negative;
+  // The card's own payment written positive like the purchases: the amounts are unsigned, and no sign flag can part them.
+  const payment = options.accountType === "credit_card" && options.moneyOut !== "negative"
+    ? rows.find((r) => !asWritten(r) && isCardPayment(r.description)) : undefined;
+  if (payment && negative === 0) {
+    throw new BankFileError(`Every amount in ${columns} is positive, the card's payment on line ${payment.line} ("${payment.description}") too: ` +
+      `the amounts are unsigned, and --money-out cannot tell purchases from payments. Give --map date=COL,description=COL,debit=COL,credit=COL ` +
+      `if purchases and payments have columns of their own, or --map …,amount=COL,indicator=COL if a column says which each row is.`);
+  }
   if (options.moneyOut === undefined && options.accountType === "credit_card" && positive * 2 > rows.length) {
     throw new BankFileError(`The payment account is a credit card and ${positive} of the ${rows.length} amounts in ${columns} are positive: ` +
       `card exports often write purchases as positive amounts. If the positive amounts are purchases, give --money-out positive ` +

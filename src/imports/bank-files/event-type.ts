@@ -21,9 +21,13 @@ export function eventTypeFor(description: string, amount: string, ofxTransaction
   return amount.startsWith("-") ? "expense" : "income";
 }
 
+/** The card's side of its payment ("PAYMENT THANK YOU"): money in to the card, whatever sign a file gives it. */
+const CARD_PAYMENT = [/\bPAYMENT\s*(?:-\s*)?THANK\s*YOU\b/, /\bPAIEMENT\s*MERCI\b/];
+export const isCardPayment = (description: string) => CARD_PAYMENT.some((k) => k.test(description.toUpperCase()));
+
 // `(?:\s*[-/])?\s*`, not `\s*[-/]?\s*`: the same words, without trying every split of a long run of spaces.
 const OWN_ACCOUNT_TRANSFER: RegExp[] = [
-  /\bPAYMENT\s*(?:-\s*)?THANK\s*YOU\b/, /\bPAIEMENT\s*MERCI\b/,       // the card's side of its payment
+  ...CARD_PAYMENT,                                                   // the card's side of its payment
   /\b(?:TFR|XFER|TRANSFER|TRSF)(?:\s*[-/])?\s*(?:TO|FROM|FR)\b/,    // between own accounts
   /\bONLINE BANKING TRANSFER\b/, /\bVIREMENT\b/,
   /\b(?:CARD\s+)?(?:LOAD|RELOAD|TOP[- ]?UP)\b/, /\bFUNDING\b/,     // prepaid card loads and funding
