@@ -222,9 +222,14 @@ describe("card exports that write purchases positive", () => {
       .toEqual(["4.75", "128.40", "-4.75", "36.99", "-150.00"]);
   });
 
-  it("a card file already signed from the holder's side, and a bank account's file, read without the flag", () => {
+  it("a card file signed from the holder's side needs --money-out negative once (any positive amount could be either); all negative, or a bank account's file, read without it", () => {
     const holderSide = "Date,Description,Amount\n2025-03-01,CORNER CAFE,-4.75\n2025-03-03,HARDWARE DEPOT,-128.40\n2025-03-15,PAYMENT,150.00\n";
-    expect(readText(holderSide, { accountType: "credit_card" }).rows.map((r) => r.amount)).toEqual(["-4.75", "-128.40", "150.00"]);
+    expect(failure(() => readText(holderSide, { accountType: "credit_card" }))).toMatch(/^The payment account is a credit card and 1 of the 3 amounts/);
+    expect(readText(holderSide, { accountType: "credit_card", moneyOut: "negative" }).rows.map((r) => r.amount)).toEqual(["-4.75", "-128.40", "150.00"]);
+    // One purchase and one payment: nothing in the counts can say which way the file is written.
+    expect(failure(() => readText("Date,Description,Amount\n2025-03-01,STARBUCKS,4.50\n2025-03-15,PAYMENT THANK YOU,-4.50\n", { accountType: "credit_card" })))
+      .toMatch(/^The payment account is a credit card and 1 of the 2 amounts/);
+    expect(readText("Date,Description,Amount\n2025-03-01,CAFE,-4.75\n2025-03-03,DEPOT,-128.40\n", { accountType: "credit_card" }).rows).toHaveLength(2);
     expect(readBankFile(card(), { accountType: "bank" }).rows.map((r) => r.amount)).toEqual(["4.75", "128.40", "-4.75", "36.99", "-150.00"]);
   });
 
@@ -254,11 +259,17 @@ describe("card exports that write purchases positive", () => {
 
 describe("after review: what a file does not say is never assumed", () => {
   it("a row wider than the header (an unquoted decimal comma) is refused, never read as its first half", () => {
-    expect(failure(() => readText("Date,Description,Amount\n2025-01-05,Coffee,-4,50\n2025-01-06,Pay,100.00\n")))
-      .toMatch(/^Line 2: the row has 4 fields, the header 3: "50" is past the last column\. An unquoted decimal comma splits an amount in two/);
-    expect(failure(() => readText("2025-01-05,Coffee,-4.50\n2025-01-06,Pay,100,25\n2025-01-07,Rent,-900.00\n"))).toMatch(/^Line 2: the row has 4 fields, most rows 3:/);
-    // Empty fields past the header are only a trailing separator (RBC).
+    const split = /looks like an amount with a decimal comma split in two by the file's comma separator/;
+    expect(failure(() => readText("Date,Description,Amount\n2025-01-05,Coffee,-4,50\n2025-01-06,Pay,100.00\n"))).toMatch(/^Line 2: "-4,50" in column 3 \("Amount"\) looks like/);
+    expect(failure(() => readText("2025-01-05,Coffee,-4.50\n2025-01-06,Pay,100,25\n2025-01-07,Rent,-900.00\n"))).toMatch(/^Line 2: "100,25" in column 3 looks like/);
+    // The split's cents pushed into an empty Balance column, or a header ending in a separator, or every amount split.
+    expect(failure(() => readText("Date,Description,Amount,Balance\n2025-01-02,COFFEE,-4,50,\n2025-01-03,TEA,-3.00,\n"))).toMatch(split);
+    expect(failure(() => readText("Date,Description,Amount,\n2025-01-02,COFFEE,-4,50\n2025-01-03,TEA,-3.00\n"))).toMatch(split);
+    expect(failure(() => readText("2025-01-02,COFFEE,-4,50\n2025-01-03,TEA,-3,10\n"))).toMatch(split);
+    // Empty fields past the header are only a trailing separator (RBC); a preamble line, or text past the last column, is no split amount.
     expect(readText("Date,Description,Amount\n2025-01-05,Coffee,-4.50,,\n").rows[0].amount).toBe("-4.50");
+    expect(readText("Account,Chequing 1234\n2025-01-02,COFFEE,-4.50\n2025-01-03,PAY,100.00\n").rows.map((r) => r.amount)).toEqual(["-4.50", "100.00"]);
+    expect(readText("Date,Amount,Memo\n2025-01-02,-4.50,TESCO, LONDON\n2025-01-03,100.00,PAY\n").rows.map((r) => r.amount)).toEqual(["-4.50", "100.00"]);
   });
 
   it("a header wider than every row reads (no crash), the missing columns empty", () => {

@@ -127,8 +127,8 @@ describe("what real downloads look like", () => {
   it("an RBC export holding two accounts: refused naming --account; --account or the payment account's last four reads one account's rows", () => {
     const text = sample("rbc_chequing_sample.csv").toString().replace(/\nChequing,01234-5012345,10\/31\/2025/, "\nSavings,01234-5099999,10/31/2025");
     expect(failure(() => readText(text, { preset: "rbc" }))).toBe("The CSV file holds the transactions of 2 accounts: 01234-5012345 (24 transactions); " +
-      "01234-5099999 (1 transaction). An import goes to one payment account: give --account NUMBER (the account's number or its last digits, " +
-      "e.g. --account 01234-5012345) to read one account's transactions, and import the file once for each account.");
+      "01234-5099999 (1 transaction). An import goes to one payment account: give --account NUMBER (its number or name as the file writes it, " +
+      "or the number's last digits: e.g. --account 01234-5012345) to read one account's transactions, and import the file once for each account.");
     const savings = readText(text, { preset: "rbc", account: "5099999" });
     expect(savings.rows).toHaveLength(1);
     expect(savings.warnings).toEqual(["Only 01234-5099999 is read, as --account says; left out: 01234-5012345 (24 transactions)."]);

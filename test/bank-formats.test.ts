@@ -107,8 +107,8 @@ describe("MT940", () => {
 
   it("two accounts' statements: refused naming both and --account; never both into one account (their transfer would be booked twice)", () => {
     expect(failure(() => read("two-accounts.mt940"))).toBe("The MT940 file holds the transactions of 2 accounts: NL17BANK0310029597EUR (2 transactions); " +
-      "NL59BANK3181240869EUR (1 transaction). An import goes to one payment account: give --account NUMBER (the account's number or its last digits, " +
-      "e.g. --account NL17BANK0310029597) to read one account's transactions, and import the file once for each account.");
+      "NL59BANK3181240869EUR (1 transaction). An import goes to one payment account: give --account NUMBER (its number or name as the file writes it, " +
+      "or the number's last digits: e.g. --account NL17BANK0310029597) to read one account's transactions, and import the file once for each account.");
     const savings = read("two-accounts.mt940", { account: "NL59 BANK 3181 2408 69" });
     expect(brief(savings.rows)).toEqual([["2025-04-01", "250.00", "TRANSFER FROM CHEQUING"]]);
     expect(savings.layout).toMatch(/^MT940, 1 statement, currency EUR/);
@@ -339,5 +339,20 @@ describe("QIF amounts: one decimal mark for the whole file", () => {
     expect(failure(() => readText(qif("-1.250", "2.000")))).toBe('Line 3: "-1.250" reads two ways (a decimal mark or a thousands separator) and no amount of the file settles which. Give --decimal point (1,234.56) or --decimal comma (1.234,56).');
     expect(readText(qif("-1.250", "2.000"), { decimal: "comma" }).rows.map((r) => r.amount)).toEqual(["-1250.00", "2000.00"]);
     expect(readText(qif("-1.234,56", "100")).rows.map((r) => r.amount)).toEqual(["-1234.56", "100.00"]);
+  });
+});
+
+describe("QIF of several accounts", () => {
+  const text = "!Account\nNChequing\nTBank\n^\n!Type:Bank\nD01/20/2025\nT-12.00\nPCAFE\n^\nD01/21/2025\nT-200.00\nPPAYMENT TO VISA\n^\n" +
+    "!Account\nNVisa\nTCCard\n^\n!Type:CCard\nD01/21/2025\nT200.00\nPPAYMENT THANK YOU\n^\n";
+  it("is refused naming each !Account; --account NAME (or the payment account's) reads that section only", () => {
+    expect(failure(() => readText(text))).toMatch(/^The QIF file holds the transactions of 2 accounts: the account "Chequing" \(2 transactions from line 5\); the account "Visa" \(1 transaction from line 18\)\..*--account Chequing/);
+    const visa = readText(text, { account: "visa" });
+    expect(visa.rows.map((r) => [r.description, r.amount])).toEqual([["PAYMENT THANK YOU", "200.00"]]);
+    expect(visa.warnings[0]).toMatch(/^Only the account "Visa" is read, as --account says; left out: the account "Chequing"/);
+    expect(readText(text, { account: "Chequing" }).rows).toHaveLength(2);
+    // Sections with no !Account name are one account's register, read together.
+    expect(readText("!Type:Bank\nD01/20/2025\nT-12.00\nPCAFE\n^\n!Type:Bank\nD01/22/2025\nT-3.00\nPTEA\n^\n").warnings)
+      .toContain("The QIF file holds 2 sections of one account; their transactions are read together.");
   });
 });

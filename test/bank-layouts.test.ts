@@ -96,7 +96,7 @@ describe("saved layouts", () => {
   it("a file of two accounts goes to the payment account whose last four digits it holds; --account chooses another, and is kept", async () => {
     const savings = await addAccount(h, t, "Savings", "bank", "asset");
     await h.owner.query("update app_public.accounts set last_four = '9999' where id = $1", [savings]);
-    const both = file("login.csv", ["Date,Description,Amount,Account Number", "2025-04-01,TRANSFER TO SAVINGS,-250.00,01234-5012345",
+    const both = file("login.csv", ["Date,Description,Amount,Account", "2025-04-01,TRANSFER TO SAVINGS,-250.00,01234-5012345",
       "2025-04-01,TRANSFER FROM CHEQUING,250.00,01234-5099999", "2025-04-02,COFFEE,-4.50,01234-5012345"]);
     const into = (account: string, ...flags: string[]) =>
       runCli(h.databaseUrl, "import_bank_csv", both, "--org-name", t.name, "--payment-account", account, "--json", ...flags);

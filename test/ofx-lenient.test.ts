@@ -82,7 +82,7 @@ describe("several statements in one file", () => {
     expect(failure(() => read("bank_and_card.ofx"))).toBe(
       "The OFX file holds the transactions of 2 accounts: bank account (CHECKING) ending 6655 (2 transactions in CAD, from line 15); " +
       "credit card ending 9876 (1 transaction in CAD, from line 46). An import goes to one payment account: give --account NUMBER " +
-      "(the account's number or its last digits, e.g. --account 6655) to read one account's transactions, and import the file once for each account.");
+      "(its number or name as the file writes it, or the number's last digits: e.g. --account 6655) to read one account's transactions, and import the file once for each account.");
     expect(failure(() => read("two_bank_accounts.ofx"))).toMatch(/^The OFX file holds the transactions of 2 accounts: bank account \(CHECKING\) ending 6655 .*; bank account \(CHECKING\) ending 4455 /);
   });
 
@@ -213,5 +213,16 @@ describe("hostile input", () => {
       "Line 23: </NOTOPEN> closes no open element; it is ignored.",
       'Line 24: text outside any element ("stray words", in <BANKTRANLIST>) is ignored.',
     ]);
+  });
+});
+
+describe("statements with no account number", () => {
+  it("two statements without ACCTID on one line are two accounts, never merged; --account naming an account with nothing is refused", () => {
+    const one = "<OFX><BANKMSGSRSV1><STMTTRNRS><STMTRS><CURDEF>CAD<BANKACCTFROM><ACCTTYPE>CHECKING</BANKACCTFROM><BANKTRANLIST>" +
+      "<STMTTRN><TRNTYPE>DEBIT<DTPOSTED>20250102<TRNAMT>-4.50<FITID>A1<NAME>CAFE</STMTTRN></BANKTRANLIST></STMTRS></STMTTRNRS></BANKMSGSRSV1>" +
+      "<CREDITCARDMSGSRSV1><CCSTMTTRNRS><CCSTMTRS><CURDEF>CAD<CCACCTFROM></CCACCTFROM><BANKTRANLIST>" +
+      "<STMTTRN><TRNTYPE>CREDIT<DTPOSTED>20250103<TRNAMT>100.00<FITID>B1<NAME>PAYMENT</STMTTRN></BANKTRANLIST></CCSTMTRS></CCSTMTTRNRS></CREDITCARDMSGSRSV1></OFX>";
+    expect(failure(() => readText(one))).toMatch(/^The OFX file holds the transactions of 2 accounts/);
+    expect(failure(() => read("bank_and_empty_card.ofx", { account: "9876" }))).toMatch(/^--account 9876: credit card ending 9876 has no transactions in the file; it holds bank account/);
   });
 });

@@ -32,15 +32,19 @@ export interface AccountChoice {
 
 /** Letters and digits only, upper case: an IBAN written in groups is the same IBAN. */
 const compact = (s: string) => s.replace(/[^0-9a-z]/gi, "").toUpperCase();
+export const accountKey = compact;
 
 const transactions = (n: number) => `${n} transaction${n === 1 ? "" : "s"}`;
 const listed = (accounts: StatementAccount[]) => accounts.map((a) => `${a.label} (${transactions(a.count)}${a.detail ? ` ${a.detail}` : ""})`).join("; ");
 
 /**
- * The account whose transactions are read (its key), or undefined to read them all (the file holds
- * one account's). `accounts` are the file's accounts in file order, those without transactions too.
+ * The account whose transactions are read (its key; `by` says how it was chosen: the only one with
+ * transactions, --account, or the last four digits), or no key when the file holds no transactions.
+ * `accounts` are the file's accounts in file order, those without transactions too: the statements
+ * of the others are not read, nor checked.
  */
-export function chooseAccount(format: string, accounts: StatementAccount[], choice: AccountChoice): { key?: string; warnings: string[] } {
+export function chooseAccount(format: string, accounts: StatementAccount[], choice: AccountChoice):
+  { key?: string; by?: "only" | "account" | "lastFour"; warnings: string[] } {
   const used = accounts.filter((a) => a.count > 0);
   const others = (key: string) => used.filter((a) => a.key !== key);
   const leftOut = (key: string) => {
@@ -59,21 +63,24 @@ export function chooseAccount(format: string, accounts: StatementAccount[], choi
     if (exact.length !== 1 && matches.length > 1) {
       throw new BankFileError(`--account ${choice.account} matches ${matches.length} accounts of the file (${listed(matches)}); give more of its number.`);
     }
-    return { key: chosen.key, warnings: others(chosen.key).length ? [`Only ${chosen.label} is read, as --account says${leftOut(chosen.key)}.`] : [] };
+    if (chosen.count === 0) {
+      throw new BankFileError(`--account ${choice.account}: ${chosen.label} has no transactions in the file; it holds ${listed(used)}.`);
+    }
+    return { key: chosen.key, by: "account", warnings: others(chosen.key).length ? [`Only ${chosen.label} is read, as --account says${leftOut(chosen.key)}.`] : [] };
   }
-  if (new Set(used.map((a) => a.key)).size <= 1) return { warnings: [] };
+  if (used.length <= 1) return { key: used[0]?.key, by: used.length ? "only" : undefined, warnings: [] };
   const lastFour = compact(choice.lastFour ?? "");
   const byLastFour = lastFour.length === 4 ? used.filter((a) => a.id !== "" && compact(a.id).endsWith(lastFour)) : [];
   if (byLastFour.length === 1) {
     const [chosen] = byLastFour;
     return {
-      key: chosen.key,
+      key: chosen.key, by: "lastFour",
       warnings: [`The ${format} file holds ${used.length} accounts' transactions; only ${chosen.label} is read, its number ending in ${lastFour} ` +
         `as the payment account's does${leftOut(chosen.key)}. Give --account to read another.`],
     };
   }
   throw new BankFileError(`The ${format} file holds the transactions of ${used.length} accounts: ${listed(used)}. An import goes to one payment ` +
-    `account: give --account NUMBER (the account's number or its last digits, e.g. --account ${used[0].suggest}) to read one account's ` +
+    `account: give --account NUMBER (its number or name as the file writes it, or the number's last digits: e.g. --account ${used[0].suggest}) to read one account's ` +
     "transactions, and import the file once for each account.");
 }
 

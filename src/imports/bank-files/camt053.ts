@@ -82,12 +82,13 @@ export function readCamt053Statement(text_: string, options: { skipBalanceCheck?
   // n numbers the file's entries, those of statements not read too, as their lines are numbered.
   let n = 0;
   let entries = 0;
-  for (const stmt of all) {
-    if (!statements.includes(stmt)) {
+  const chosenOnes = new Set(statements);
+  for (const [i, stmt] of all.entries()) {
+    if (!chosenOnes.has(stmt)) {
       n += list(stmt.Ntry).length;
       continue;
     }
-    const index = all.indexOf(stmt) + 1;
+    const index = i + 1;
     const statementCurrency = text(path(stmt, "Acct", "Ccy")).toUpperCase();
     const moved: Exact[] = [];
     let currency = statementCurrency;

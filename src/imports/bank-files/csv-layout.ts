@@ -234,6 +234,8 @@ const HEADER_NAMES = {
 /** `CAD$` → CAD, `Amount (EUR)` → EUR, `Amount EUR` → EUR: the currency of an amount column, when its header names it. */
 export function currencyOfHeader(name: string | undefined): string | undefined {
   const text = (name ?? "").trim();
+  // A header naming its currency is short; a long one is read no further (the patterns scan it whole).
+  if (text.length > 64) return undefined;
   const m = /^([A-Z]{3})\s?\$$/i.exec(text) ?? /[([]\s*([A-Z]{3})\s*[)\]]$/.exec(text) ?? /^(?:amount|montant|betrag|importe|bedrag)\s+(?:in\s+)?([A-Z]{3})$/i.exec(text);
   return m ? m[1].toUpperCase() : undefined;
 }

@@ -1,4 +1,4 @@
-import { chooseAccount, tallyAccounts } from "./accounts.js";
+import { accountKey, chooseAccount, tallyAccounts } from "./accounts.js";
 import { parse } from "csv-parse/sync";
 import { absolute, amountShape, decimalHint, isZero, negate, parseAmount, type DecimalMark } from "./amounts.js";
 import {
@@ -128,7 +128,6 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
       (records.some((r) => r.cells.length > 1) ? "" : ` Every line is one field: if the fields are separated by something other than a ${delimiterName(options.delimiter ?? ",")}, give --delimiter , ; tab or pipe.`));
   }
   checkStatementLength(allAccounts.length);
-  checkRowWidths(header, allAccounts);
   let warnings: string[] = [];
   let layout: CsvLayout;
   if (options.preset) layout = presetLayout(options.preset);
@@ -143,6 +142,7 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
   warnings.push(...accountWarnings);
 
   checkDescription(layout, header, data);
+  checkSplitAmounts(layout, header, data, options.delimiter ?? ",");
   const marks = decimalMarks(layout, header, data, parseDecimalOption(options.decimal));
   checkIndicated(layout, header, data);
   checkMoneyOutOption(layout, header, options.moneyOut);
@@ -187,25 +187,32 @@ export function csvStatement(records: CsvRecord[], options: CsvOptions): CsvStat
   return { rows, warnings, layout: `CSV (${source}): ${describeLayout(layout, header)}; dates ${DATE_FORMAT_LABEL[order]}${decimals}${signs}${separator}` };
 }
 
+/** A whole number as an amount column holds it before its decimal comma split it off: -4, 1.234, (12. */
+const WHOLE_PART = /^[-+]?\(?(?:\d{1,3}(?:[.' ]\d{3})+|\d+)$/;
+/** The cents a split left in the next field: 50, 5, 50). */
+const SPLIT_CENTS = /^\d{1,2}\)?$/;
+
 /**
- * A row with more fields than the header (or, with no header, than most rows) holds text past the
- * last column: an unquoted decimal comma in a comma-separated file ("-4,50") splits an amount in
- * two, and reading the first half would book -4.00. Empty fields past the end are common (RBC).
+ * An unquoted decimal comma in a comma-separated file splits an amount in two ("-4,50" read as -4
+ * and 50, the 50 pushing the fields after it along). Refused, never read as its first half: a row
+ * whose amount is a whole number followed by a field of one or two digits, when the row is wider
+ * than most rows, or when every amount of the column is split so (a file with no row unsplit).
  */
-function checkRowWidths(header: CsvRecord | undefined, data: CsvRecord[]): void {
-  let width = header?.cells.length;
-  if (width === undefined) {
-    const counts = new Map<number, number>();
-    for (const r of data) counts.set(r.cells.length, (counts.get(r.cells.length) ?? 0) + 1);
-    // The most common width; on a tie the narrower, so that a split row stands out.
-    width = [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]?.[0] ?? 0;
+function checkSplitAmounts(layout: CsvLayout, header: CsvRecord | undefined, data: CsvRecord[], delimiter: string): void {
+  if (delimiter !== ",") return;
+  const counts = new Map<number, number>();
+  for (const r of data) counts.set(r.cells.length, (counts.get(r.cells.length) ?? 0) + 1);
+  // The most common width; on a tie the narrower, so that a split row stands out.
+  const typical = [...counts.entries()].sort((a, b) => b[1] - a[1] || a[0] - b[0])[0]?.[0] ?? 0;
+  for (const column of amountColumns(layout)) {
+    const split = (r: CsvRecord) => WHOLE_PART.test(cellText(r, column)) && SPLIT_CENTS.test(cellText(r, column + 1));
+    const filled = data.filter((r) => cellText(r, column) !== "");
+    const row = data.find((r) => split(r) && r.cells.length > typical) ?? (filled.length > 0 && filled.every(split) ? filled[0] : undefined);
+    if (!row) continue;
+    throw new BankFileError(`Line ${row.line}: "${cellText(row, column)},${cellText(row, column + 1)}" in ${columnName(header, column)} looks like an amount ` +
+      "with a decimal comma split in two by the file's comma separator (the file is not quoted around it). Export the file with amounts quoted, " +
+      "or separated by semicolons or tabs (then give --delimiter if it is not detected).");
   }
-  const wide = data.find((r) => r.cells.slice(width).some((c) => c.trim() !== ""));
-  if (!wide) return;
-  const past = wide.cells.slice(width).filter((c) => c.trim() !== "");
-  throw new BankFileError(`Line ${wide.line}: the row has ${wide.cells.length} fields, ${header ? "the header" : "most rows"} ${width}: ` +
-    `"${past.join(",").slice(0, 40)}" is past the last column. An unquoted decimal comma splits an amount in two (-4,50 read as -4 and 50): ` +
-    "export the file with amounts quoted or with another separator (then give --delimiter if it is not detected).");
 }
 
 /**
@@ -441,12 +448,16 @@ function checkSigns(layout: CsvLayout, header: CsvRecord | undefined, rows: Stat
       `the amounts are unsigned, and --money-out cannot tell purchases from payments. Give --map date=COL,description=COL,debit=COL,credit=COL ` +
       `if purchases and payments have columns of their own, or --map …,amount=COL,indicator=COL if a column says which each row is.`);
   }
-  if (options.moneyOut === undefined && options.accountType === "credit_card" && positive * 2 > rows.length) {
+  // Any positive amount: a purchase the issuer's way, or a payment the holder's way; the file cannot say which (a month may hold one of each).
+  if (options.moneyOut === undefined && options.accountType === "credit_card" && positive > 0) {
     throw new BankFileError(`The payment account is a credit card and ${positive} of the ${rows.length} amounts in ${columns} are positive: ` +
       `card exports often write purchases as positive amounts. If the positive amounts are purchases, give --money-out positive ` +
       `(they are booked as money out); if they are payments and refunds, give --money-out negative (read as written).`);
   }
-  if (options.moneyOut === "positive" && options.fromSavedLayout && negative * 2 > rows.length) {
+  // The card's own payment settles which side the file is written from; else the majority, a tie counting against the saved flag.
+  const paymentSide = rows.find((r) => isCardPayment(r.description));
+  const holderSide = paymentSide ? !asWritten(paymentSide) : negative * 2 >= rows.length;
+  if (options.moneyOut === "positive" && options.fromSavedLayout && holderSide) {
     throw new BankFileError(`${negative} of the ${rows.length} amounts in ${columns} are negative as written, but the saved --money-out positive ` +
       `would turn them all over: this file looks written from the account holder's side. Give --money-out negative to read it as written, ` +
       `or --money-out positive to turn it over all the same.`);
@@ -497,18 +508,38 @@ function descriptionFallbacks(layout: CsvLayout, header: CsvRecord | undefined, 
 }
 
 /**
- * RBC exports every account of a login in one file (its second column, or a column headed
- * "Account Number" in other exports): one account's rows are read, as chooseAccount says.
+ * Exports that hold several of the holder's own accounts, and the column naming each row's: RBC's
+ * (a login's accounts), Rabobank's IBAN/BBAN, KBC's Rekeningnummer, Sparkasse's Auftragskonto,
+ * Commerzbank's Auftraggeberkonto, bunq's Rekening or Account, and budgeting apps' Account (YNAB,
+ * Monefy, Mint's Account Name). "Account number" alone is not one: N26's is the payee's.
  */
+const OWN_ACCOUNT_HEADER = /^(?:iban\/bban|rekeningnummer|rekening|auftragskonto|auftraggeberkonto|account|account name)$/i;
+
+function ownAccountColumn(header: CsvRecord | undefined, data: CsvRecord[], preset: string | undefined): number {
+  const names = header?.cells.map((c) => c.trim()) ?? [];
+  if (preset?.toLowerCase() === "rbc" || (/^account type$/i.test(names[0] ?? "") && /^account number$/i.test(names[1] ?? ""))) return 1;
+  // A preamble line taken for the header ("Account,Chequing 1234") names no column of accounts: its cells are dates or amounts.
+  return names.findIndex((n, c) => OWN_ACCOUNT_HEADER.test(n) && !data.some((r) => isDateShaped(cellText(r, c)) || amountShape(cellText(r, c)) !== undefined));
+}
+
+/** One account's rows of an export holding several (ownAccountColumn), as chooseAccount says. */
 function oneAccountsRows(header: CsvRecord | undefined, data: CsvRecord[], options: CsvOptions): { data: CsvRecord[]; warnings: string[] } {
-  const column = options.preset?.toLowerCase() === "rbc" ? 1 : header?.cells.findIndex((c) => /^account\s*(?:number|no\.?|#)$/i.test(c.trim())) ?? -1;
-  if (column < 0) return { data, warnings: [] };
+  const column = ownAccountColumn(header, data, options.preset);
+  if (column < 0) {
+    if (options.account !== undefined) {
+      throw new BankFileError("--account: the file has no column naming the account of each row (such as RBC's Account Number or Rabobank's IBAN/BBAN): " +
+        "it holds one account's transactions. Leave --account out.");
+    }
+    return { data, warnings: [] };
+  }
+  // Told apart by letters and digits: a stray quote or space (Rabobank's second line) is the same account.
+  const idOf = (r: CsvRecord) => cellText(r, column).replace(/^["'\s]+|["'\s]+$/g, "");
   const accounts = tallyAccounts(data, (r) => {
-    const id = cellText(r, column);
-    return { key: id, id, label: id || "rows with no account number", suggest: id || "NUMBER" };
+    const id = idOf(r);
+    return { key: accountKey(id), id, label: id || "rows with no account", suggest: /\s/.test(id) ? JSON.stringify(id) : id || "NUMBER" };
   }, () => 1);
   const chosen = chooseAccount("CSV", accounts, options);
-  return { data: chosen.key === undefined ? data : data.filter((r) => cellText(r, column) === chosen.key), warnings: chosen.warnings };
+  return { data: chosen.key === undefined ? data : data.filter((r) => accountKey(idOf(r)) === chosen.key), warnings: chosen.warnings };
 }
 
 /** The CSV options of BankFileOptions (`--delimiter`, `--decimal`), checked. */

@@ -363,7 +363,7 @@ function findAll(el: El, names: Set<string>): El[] {
 
 interface Statement { el: El; card: boolean; account: string; acctId: string; key: string; transactions: El[]; currency: string }
 
-function statementOf(el: El): Statement {
+function statementOf(el: El, index: number): Statement {
   const card = el.name === "CCSTMTRS";
   const from = child(el, card ? "CCACCTFROM" : "BANKACCTFROM");
   const acctId = value(from, "ACCTID");
@@ -374,7 +374,8 @@ function statementOf(el: El): Statement {
     : `${card ? "a credit card" : "a bank account"} with no <ACCTID> (statement on line ${el.line})`;
   return {
     el, card, account, acctId,
-    key: acctId ? `${card ? "CC" : "BANK"}|${value(from, "BANKID")}|${acctId}` : `line ${el.line}`,
+    // A statement with no ACCTID is an account of its own (two such on one line must not merge).
+    key: acctId ? `${card ? "CC" : "BANK"}|${value(from, "BANKID")}|${acctId}` : `statement ${index}`,
     transactions: findAll(el, new Set(["STMTTRN"])),
     currency: value(el, "CURDEF").toUpperCase(),
   };
@@ -386,7 +387,7 @@ function statementOf(el: El): Statement {
  * Statements of two accounts with transactions: one account's are read, as chooseAccount says.
  */
 function pickStatements(root: El, notes: Notes, choice: AccountChoice): Statement[] {
-  const all = findAll(root, new Set(["STMTRS", "CCSTMTRS"])).map(statementOf);
+  const all = findAll(root, new Set(["STMTRS", "CCSTMTRS"])).map((el, i) => statementOf(el, i));
   if (all.length === 0) throw new BankFileError("The OFX file holds no bank or credit-card statement.");
   const accounts = tallyAccounts(all, (s) => ({
     key: s.key, id: s.acctId,
@@ -398,7 +399,7 @@ function pickStatements(root: El, notes: Notes, choice: AccountChoice): Statemen
   const used = all.filter((s) => s.transactions.length > 0 && (chosen.key === undefined || s.key === chosen.key));
   if (used.length === 0) throw new BankFileError("The file holds no transactions.");
   const empty = all.filter((s) => s.transactions.length === 0);
-  if (empty.length > 0 && chosen.key === undefined) {
+  if (empty.length > 0 && chosen.by === "only") {
     notes.add("empty-statement", `The OFX file also holds ${empty.length === 1 ? "a statement" : `${empty.length} statements`} with no transactions ` +
       `(${empty.map((s) => s.account).join("; ")}); only ${used[0].account} is read.`);
   }

@@ -1,3 +1,4 @@
+import { chooseAccount, tallyAccounts, type AccountChoice } from "./accounts.js";
 import { decimalHint, isZero, parseAmount, type DecimalMark } from "./amounts.js";
 import { DATE_FORMAT_LABEL, dateOutOfRange, detectDateOrder, parseDate, type DateOrder } from "./dates.js";
 import { eventTypeFor } from "./event-type.js";
@@ -19,7 +20,8 @@ export function looksLikeQif(text: string): boolean {
 const TRANSACTION_TYPES = /^!Type:\s*(Bank|CCard|Cash|Oth\s*A|Oth\s*L)\s*$/i;
 const LIST_SECTIONS = /^!(?:Account|Type:\s*(?:Cat|Class|Memorized|Prices|Security))\s*$/i;
 
-interface QifRecord { line: number; fields: Map<string, { line: number; value: string }> }
+/** `section`: the index of the transaction section it is in (sectionAccounts). */
+interface QifRecord { line: number; fields: Map<string, { line: number; value: string }>; section: number }
 
 /**
  * The transactions of a QIF (Quicken Interchange Format) bank, card or cash register. The amount
@@ -30,9 +32,14 @@ interface QifRecord { line: number; fields: Map<string, { line: number; value: s
  * number (`N`) goes to the memo, never the reference, since "ATM" or a number a bank restarts
  * would make next month's row look like an imported one.
  */
-export function readQifStatement(text: string, dateOrder?: DateOrder, decimal?: DecimalMark): { rows: StatementRow[]; warnings: string[]; layout: string } {
+export function readQifStatement(text: string, dateOrder?: DateOrder, decimal?: DecimalMark, choice: AccountChoice = {}):
+  { rows: StatementRow[]; warnings: string[]; layout: string } {
   const warnings: string[] = [];
-  const records: QifRecord[] = [];
+  let records: QifRecord[] = [];
+  // Each transaction section's account: the name (N) of the !Account record just above it, when Quicken wrote one.
+  const sectionAccounts: { name: string; line: number }[] = [];
+  let accountList = false;
+  let listedName = "";
   const lines = text.split(/\r\n|\r|\n/);
   let section: "transactions" | "list" | "investment" | null = null;
   let sections = 0;
@@ -47,15 +54,24 @@ export function readQifStatement(text: string, dateOrder?: DateOrder, decimal?: 
     if (raw.startsWith("!")) {
       if (current && current.fields.size > 0) throw new BankFileError(`Line ${current.line}: the record has no end (^) before the header on line ${line}.`);
       current = null;
-      if (TRANSACTION_TYPES.test(raw)) { section = "transactions"; sections++; continue; }
-      if (LIST_SECTIONS.test(raw)) { section = "list"; continue; }
+      if (TRANSACTION_TYPES.test(raw)) {
+        section = "transactions";
+        sections++;
+        sectionAccounts.push({ name: listedName, line });
+        listedName = "";
+        continue;
+      }
+      if (LIST_SECTIONS.test(raw)) { section = "list"; accountList = /^!Account\s*$/i.test(raw); continue; }
       if (/^!(?:Option|Clear):/i.test(raw)) continue;
       // An investment account's section (buys, sells, dividends) is no register of this account: left out, with a warning.
       if (/^!Type:\s*Invst/i.test(raw)) { section = "investment"; investments.push({ line, header: raw, records: 0 }); continue; }
       throw new BankFileError(`Line ${line}: "${raw.slice(0, 40)}" is not a QIF header this import reads (!Type:Bank, !Type:CCard, !Type:Cash, !Type:Oth A, !Type:Oth L).`);
     }
     if (section === null) throw new BankFileError(`Line ${line}: a QIF record before any !Type header.`);
-    if (section === "list") continue;
+    if (section === "list") {
+      if (accountList && /^N/i.test(raw)) listedName = raw.slice(1).trim();
+      continue;
+    }
     if (section === "investment") { if (raw === "^") investments[investments.length - 1].records++; continue; }
     if (raw === "^") {
       if (current) records.push(current);
@@ -64,7 +80,7 @@ export function readQifStatement(text: string, dateOrder?: DateOrder, decimal?: 
     }
     const code = raw[0].toUpperCase();
     const value = raw.slice(1).trim();
-    current ??= { line, fields: new Map() };
+    current ??= { line, fields: new Map(), section: sections - 1 };
     // Splits (S, E, $) and address lines (A) repeat; the transaction's own fields are the first of each.
     if (!current.fields.has(code)) current.fields.set(code, { line, value });
   }
@@ -80,7 +96,15 @@ export function readQifStatement(text: string, dateOrder?: DateOrder, decimal?: 
     warnings.push(`Line ${inv.line}: the investment section (${inv.header}${inv.records ? `, ${inv.records} record${inv.records > 1 ? "s" : ""}` : ""}) is left out: only bank, card and cash transactions are read.`);
   }
   if (sections === 0) throw new BankFileError("The QIF file has no !Type:Bank, !Type:CCard or !Type:Cash section: it holds no transactions.");
-  if (sections > 1) warnings.push(`The QIF file holds ${sections} account sections; all their transactions go to the one payment account.`);
+  const accounts = tallyAccounts(sectionAccounts.map((a, i) => ({ ...a, i })), (a) => ({
+    key: a.name, id: a.name, label: a.name ? `the account "${a.name}"` : "the sections with no !Account name", detail: `from line ${a.line}`,
+    suggest: /\s/.test(a.name) ? JSON.stringify(a.name) : a.name || "NAME",
+  }), (a) => records.filter((r) => r.section === a.i).length);
+  const chosen = chooseAccount("QIF", accounts, choice);
+  warnings.push(...chosen.warnings);
+  if (chosen.key !== undefined) records = records.filter((r) => sectionAccounts[r.section].name === chosen.key);
+  const read = sectionAccounts.filter((a) => a.name === chosen.key).length;
+  if (read > 1) warnings.push(`The QIF file holds ${read} sections of one account; their transactions are read together.`);
 
   const dates = records.map((r) => {
     const d = r.fields.get("D");

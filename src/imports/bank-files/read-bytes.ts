@@ -33,10 +33,9 @@ export function readBankFile(bytes: Uint8Array, given: BankFileOptions = {}): Ba
       throw new BankFileError(whole === "QIF" ? "The file is QIF: --preset, --map, --delimiter, --money-out apply to CSV files only."
         : `The file is ${whole}: --preset, --map, --delimiter, --decimal, --money-out and --date-format apply to CSV files only.`);
     }
-    if (whole === "QIF" && options.account !== undefined) throw new BankFileError("The file is QIF, which names no account: --account applies to CSV, OFX, MT940 and camt.053 files.");
     const dateOrder = options.dateFormat ? parseDateFormatOption(options.dateFormat) : undefined;
     const balances = { skipBalanceCheck: options.skipBalanceCheck, ...accountChoice(options) };
-    const read = whole === "QIF" ? readQifStatement(text, dateOrder, parseDecimalOption(options.decimal))
+    const read = whole === "QIF" ? readQifStatement(text, dateOrder, parseDecimalOption(options.decimal), accountChoice(options))
       : whole === "MT940" ? readMt940Statement(text, balances) : readCamt053Statement(text, balances);
     return withWarnings(bankFile(read, encoding), passedOver);
   }
@@ -45,7 +44,7 @@ export function readBankFile(bytes: Uint8Array, given: BankFileOptions = {}): Ba
 }
 
 /** The reading flags each format other than CSV takes (CSV takes them all). */
-const FORMAT_FLAGS: Record<string, (keyof LayoutFlags)[]> = { OFX: ["account"], QIF: ["dateFormat", "decimal"], MT940: ["account"], "camt.053": ["account"] };
+const FORMAT_FLAGS: Record<string, (keyof LayoutFlags)[]> = { OFX: ["account"], QIF: ["dateFormat", "decimal", "account"], MT940: ["account"], "camt.053": ["account"] };
 
 /**
  * A saved layout was saved for the account's files of one format (a bank's CSV export); a file of
