@@ -302,6 +302,7 @@ describe("a whole receipt", () => {
     expect(parse(text, "DMY")).toEqual({
       vendorName: "PELANGI STATIONERY SDN BHD",
       amount: "16.85",
+      amountConfidence: "checked",
       currency: "MYR",
       dateReadings: ["2019-08-07"],
     });

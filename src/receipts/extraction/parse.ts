@@ -2,7 +2,7 @@ import { formatCents } from "./amounts.js";
 import { receiptCurrency } from "./currency.js";
 import { receiptDateReadings } from "./dates.js";
 import { receiptLines } from "./lines.js";
-import { findTotal } from "./total.js";
+import { totalByConsistency } from "./consistency.js";
 import type { DateOrder, ParsedReceipt } from "./types.js";
 import { findVendor } from "./vendor.js";
 
@@ -13,10 +13,11 @@ import { findVendor } from "./vendor.js";
  */
 export function parseReceiptText(text: string, opts: { dateOrder: DateOrder }): ParsedReceipt {
   const lines = receiptLines(text);
-  const total = findTotal(lines);
+  const total = totalByConsistency(lines);
   return {
     vendorName: findVendor(lines),
     amount: total ? formatCents(total.cents) : null,
+    amountConfidence: total?.confidence ?? null,
     currency: receiptCurrency(lines, total ? [total.line] : []),
     dateReadings: receiptDateReadings(lines, opts.dateOrder),
   };

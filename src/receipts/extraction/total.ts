@@ -63,9 +63,11 @@ export function classify(line: string): Label {
   return Label.NONE;
 }
 
-interface Candidate {
+export interface Candidate {
   cents: number;
   label: Label;
+  /** The label's words ("sub total", "gst 6%"), "" for an amount alone: what the consistency checks read. */
+  words: string;
   /** Where the label was written (the line to read the currency from). */
   line: number;
   payment: boolean;
@@ -160,21 +162,21 @@ export function candidates(lines: string[]): Candidate[] {
     const segments = labelledSegments(lines[i], row);
     if (segments.length > 1) {
       for (const segment of segments) {
-        found.push({ cents: segment.cents, label: classify(segment.words), line: i, payment: isPaymentLine(segment.words), change: isChange(segment.words) });
+        found.push({ cents: segment.cents, label: classify(segment.words), words: segment.words, line: i, payment: isPaymentLine(segment.words), change: isChange(segment.words) });
       }
     } else if (row.amounts.length > 0 && !row.amountOnly) {
       // A row's own value is its rightmost amount (quantity and unit price come first).
-      found.push({ cents: row.amounts[row.amounts.length - 1].cents, label, line: i, payment, change: isChange(row.words) });
+      found.push({ cents: row.amounts[row.amounts.length - 1].cents, label, words: row.words, line: i, payment, change: isChange(row.words) });
     } else if (row.labelOnly && (label !== Label.NONE || payment)) {
       const paired = pairedAmountRow(rows, known, runEnd, i);
       if (paired !== null) {
         claimed.add(paired);
-        found.push({ cents: rows[paired].amounts[0].cents, label, line: i, payment, change: isChange(row.words) });
+        found.push({ cents: rows[paired].amounts[0].cents, label, words: row.words, line: i, payment, change: isChange(row.words) });
       }
     }
   }
   rows.forEach((row, i) => {
-    if (row.amountOnly && !claimed.has(i)) found.push({ cents: row.amounts[0].cents, label: Label.NONE, line: i, payment: false, change: false });
+    if (row.amountOnly && !claimed.has(i)) found.push({ cents: row.amounts[0].cents, label: Label.NONE, words: "", line: i, payment: false, change: false });
   });
   return promoteRoundedTotals(found, rows);
 }

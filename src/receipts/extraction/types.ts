@@ -6,6 +6,8 @@ export interface ParsedReceipt {
   /** The grand total as a decimal string with two decimals ("12.30"); negative for a refund or
    * adjustment note. */
   amount: string | null;
+  /** How the total was settled (consistency.ts): `checked` by the receipt's own arithmetic, `labelled` by a total label only, `guessed`. */
+  amountConfidence: "checked" | "labelled" | "guessed" | null;
   /** ISO 4217 code when the receipt names its currency; null for a bare "$" (the organization's
    * own currency then applies). */
   currency: string | null;

@@ -1,0 +1,115 @@
+import { candidates, findTotal, Label, type Candidate } from "./total.js";
+
+/**
+ * How the receipt's total was settled:
+ * - `checked`: the receipt's own arithmetic agrees with it (subtotal + tax ± rounding, cash −
+ *   change, a card payment of the same amount);
+ * - `labelled`: a total label names it and no arithmetic on the receipt contradicts or confirms it;
+ * - `guessed`: neither: the largest amount that is not a payment.
+ */
+export type AmountConfidence = "checked" | "labelled" | "guessed";
+
+export interface TotalReading {
+  cents: number;
+  line: number;
+  confidence: AmountConfidence;
+  /** Which checks agree ("subtotal + tax", "cash − change", "card payment"). */
+  checks: string[];
+}
+
+type Role = "subtotal" | "tax" | "rounding" | "discount" | "cash" | "change" | "card" | "other";
+
+/** What an amount's own words say it is (a total candidate is "other"). */
+function roleOf(c: Candidate): Role {
+  const w = c.words;
+  if (c.change) return "change";
+  if (c.payment) return "cash";
+  if (/\bsub[\s-]?(t\s?[o0]\s?t\s?[a4]\s?[l1i]|ttl|tot)|\bsubtotal|\b(excl\w*|exclusive|excluding|before tax|pre-?tax|net of tax)\b/.test(w)) return "subtotal";
+  if (/(after|atf|aft|with)\s?(round|rnd)|rounded (total|amount)|(total|ttl) rounded/.test(w)) return "other";
+  if (/round|\brnd\b|\badj(ustment)?\b/.test(w)) return "rounding";
+  if (/\b(discount|disc|coupon|voucher|promo|you save|savings?)\b/.test(w)) return "discount";
+  // What is added to the subtotal: taxes, a service charge, a tip.
+  if (c.label === Label.NOT_TOTAL && /\b(gst|vat|hst|pst|qst|sst|tax|taxes|service charge|svc|srv|sv chg|serv|tip|tips|gratuity)\b/.test(w)) return "tax";
+  if (c.label === Label.WEAK && /\b(visa|mastercard|master|amex|debit|credit|card|eftpos)\b/.test(w)) return "card";
+  return "other";
+}
+
+/** At most this many of each kind enter the sums: a long receipt's many tax lines would make the subsets explode. */
+const MOST = 4;
+
+function distinct(of: Candidate[]): Candidate[] {
+  const seen = new Set<number>();
+  return of.filter((c) => (seen.has(c.cents) ? false : (seen.add(c.cents), true))).slice(0, MOST);
+}
+
+/** Sums of every non-empty subset of the amounts (tax lines: GST and service charge, or two rates). */
+function subsetSums(cents: number[]): number[] {
+  const sums: number[] = [];
+  for (let mask = 1; mask < 1 << cents.length; mask++) {
+    let sum = 0;
+    for (let k = 0; k < cents.length; k++) if (mask & (1 << k)) sum += cents[k];
+    sums.push(sum);
+  }
+  return sums;
+}
+
+/** The checks the receipt's own arithmetic passes for a total of `cents` printed on `line` (a line never confirms itself). */
+function checksFor(cents: number, line: number, byRole: Record<Role, Candidate[]>): string[] {
+  const checks: string[] = [];
+  const roundings = [0, ...byRole.rounding.map((c) => c.cents)];
+  const discounts = [0, ...byRole.discount.map((c) => -Math.abs(c.cents))];
+  const taxSums = subsetSums(byRole.tax.map((c) => c.cents));
+  for (const s of byRole.subtotal) {
+    const withTax = taxSums.some((t) => roundings.some((r) => discounts.some((d) => s.cents + t + r + d === cents)));
+    const roundedOnly = roundings.some((r) => r !== 0 && s.cents + r === cents);
+    if (withTax || roundedOnly) { checks.push(withTax ? "subtotal + tax" : "subtotal ± rounding"); break; }
+  }
+  const changes = byRole.change.map((c) => c.cents).filter((c) => c > 0);
+  if (byRole.cash.some((cash) => changes.some((change) => cash.cents - change === cents))) checks.push("cash − change");
+  if (byRole.card.some((card) => card.cents === cents && card.line !== line)) checks.push("card payment");
+  return checks;
+}
+
+/**
+ * The grand total read by consistency, not by position alone: the labelled total (findTotal) when
+ * the receipt's arithmetic agrees with it or says nothing; another amount when the arithmetic
+ * supports it and not the labelled one (a subtotal or a tax line taken for the total, an OCR
+ * misreading such as 1,859.35 for 59.35); with its confidence.
+ */
+export function totalByConsistency(lines: string[]): TotalReading | null {
+  const found = candidates(lines).filter((c) => c.cents !== 0);
+  const primary = findTotal(lines);
+  const byRole: Record<Role, Candidate[]> = { subtotal: [], tax: [], rounding: [], discount: [], cash: [], change: [], card: [], other: [] };
+  for (const c of found) byRole[roleOf(c)].push(c);
+  for (const role of Object.keys(byRole) as Role[]) byRole[role] = distinct(byRole[role]);
+
+  // A payment line (cash, change, a card's) is what was paid, never the total's own reading.
+  const totals = found.filter((c) => roleOf(c) === "other");
+  const primaryChecks = primary ? checksFor(primary.cents, primary.line, byRole) : [];
+  if (primary && primaryChecks.length > 0) return { ...primary, confidence: "checked", checks: primaryChecks };
+
+  // "Amount due", "Total payable": what the customer pays, even where partial totals add up to something else (an adjustment note).
+  const primaryLabel = primary ? labelOf(found, primary) : Label.NONE;
+  // Another amount the arithmetic supports: the most checks, then the strongest label, then the later line.
+  let best: TotalReading | null = null;
+  let bestLabel: number = Label.NOT_TOTAL;
+  for (const c of totals) {
+    // Only a reading labelled at least as strongly replaces a labelled total (two OCR readings of "TOTAL", one
+    // misread): a total with something added the checks do not know (a tip) stays.
+    if (primaryLabel > Label.WEAK && c.label < primaryLabel) continue;
+    const checks = checksFor(c.cents, c.line, byRole);
+    if (checks.length === 0) continue;
+    if (!best || checks.length > best.checks.length || (checks.length === best.checks.length && c.label > bestLabel)) {
+      best = { cents: c.cents, line: c.line, confidence: "checked", checks };
+      bestLabel = c.label;
+    }
+  }
+  if (best) return best;
+  if (!primary) return null;
+  return { ...primary, confidence: primaryLabel >= Label.TOTAL ? "labelled" : "guessed", checks: [] };
+}
+
+/** The strongest label the receipt gives the amount findTotal chose, where it chose it. */
+function labelOf(found: Candidate[], total: { cents: number; line: number }): number {
+  return found.filter((c) => c.cents === total.cents && c.line === total.line).reduce((m, c) => Math.max(m, c.label), Label.NONE as number);
+}

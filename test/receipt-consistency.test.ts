@@ -1,0 +1,40 @@
+import { describe, expect, it } from "vitest";
+import { totalByConsistency } from "../src/receipts/extraction/consistency.js";
+import { parseReceiptText } from "../src/receipts/extraction/index.js";
+import { receiptLines } from "../src/receipts/extraction/lines.js";
+
+/* Receipt totals settled by the receipt's own arithmetic (invented receipts; no shop of any corpus). */
+const reading = (text: string) => totalByConsistency(receiptLines(text));
+
+describe("a total the receipt's arithmetic confirms", () => {
+  it("subtotal + taxes (any of them) ± rounding, cash − change, a card payment on another line", () => {
+    expect(reading("Subtotal 20.00\nGST 5% 1.00\nPST 7% 1.40\nTotal 22.40")).toMatchObject({ cents: 2240, confidence: "checked", checks: ["subtotal + tax"] });
+    expect(reading("Sub total 46.89\nService charge 4.69\nGST 6% 3.09\nRounding 0.03\nTotal 54.70")).toMatchObject({ cents: 5470, confidence: "checked" });
+    expect(reading("TOTAL 17.85\nCASH 50.00\nCHANGE 32.15")).toMatchObject({ cents: 1785, checks: ["cash − change"] });
+    expect(reading("TOTAL 10.17\nVISA 10.17")).toMatchObject({ cents: 1017, checks: ["card payment"] });
+  });
+
+  it("prefers an amount the arithmetic supports over a labelled one it does not (a misread total)", () => {
+    // Two OCR readings of one receipt: one merged a stray digit into the total (1,859.35 for 59.35); subtotal + tax and cash − change say 59.35.
+    const text = "Subtotal 56.09\nSST 6% 3.26\nTOTAL 1,859.35\nCash 100.00\nChange 40.65\n\nSubtotal 56.09\nSST 6% 3.26\nTOTAL 59.35\nCash 100.00\nChange 40.65";
+    expect(reading(text)).toMatchObject({ cents: 5935, confidence: "checked" });
+    expect(parseReceiptText(text, { dateOrder: "auto" })).toMatchObject({ amount: "59.35", amountConfidence: "checked" });
+  });
+
+  it("an amount due is what is paid, even when partial totals add up to something else (an adjustment note)", () => {
+    const text = "Total 0% supplies: -16.34\nTotal 6% supplies (excl. GST): 9.36\nGST: 0.56\nTotal 6% supplies (inc. GST): 9.92\nTotal payable: -6.42";
+    expect(reading(text)).toMatchObject({ cents: -642 });
+  });
+
+  it("a total with a tip the checks see stays; an unlabelled amount never replaces a labelled total", () => {
+    expect(reading("Subtotal 50.00\nTax 6.50\nTotal 56.50\nTip 10.00\nTotal 66.50")).toMatchObject({ cents: 6650, confidence: "checked" });
+    expect(reading("Subtotal 50.00\nTax 6.50\n56.50\nTotal 66.50")).toMatchObject({ cents: 6650, confidence: "labelled" });
+  });
+
+  it("a payment line never confirms itself, and a labelled total with no arithmetic is 'labelled'; no label at all is 'guessed'", () => {
+    expect(reading("Card type: VISA 42.08\nTotal incl GST 62.00")).toMatchObject({ cents: 6200, confidence: "labelled" });
+    expect(reading("Total 12.34")).toMatchObject({ cents: 1234, confidence: "labelled", checks: [] });
+    expect(reading("COFFEE 3.50\nMUFFIN 2.75")).toMatchObject({ cents: 350, confidence: "guessed" });
+    expect(reading("THANK YOU")).toBeNull();
+  });
+});
