@@ -1,6 +1,7 @@
 import { formatCents } from "./amounts.js";
 import { receiptCurrency } from "./currency.js";
 import { receiptDateReadings } from "./dates.js";
+import { unwrapForwarded, vendorFromHeaders } from "./forwarded.js";
 import { receiptLines } from "./lines.js";
 import { totalByConsistency } from "./consistency.js";
 import type { DateOrder, ParsedReceipt } from "./types.js";
@@ -12,10 +13,11 @@ import { findVendor } from "./vendor.js";
  * strongest label, the largest among equals) and the date's (the labelled one) hold over both.
  */
 export function parseReceiptText(text: string, opts: { dateOrder: DateOrder }): ParsedReceipt {
-  const lines = receiptLines(text);
+  // A forwarded email's signature, marker and headers are no part of the receipt; its sender may name the vendor.
+  const { lines, sender, subject } = unwrapForwarded(receiptLines(text));
   const total = totalByConsistency(lines);
   return {
-    vendorName: findVendor(lines),
+    vendorName: findVendor(lines) ?? vendorFromHeaders(sender, subject),
     amount: total ? formatCents(total.cents) : null,
     amountConfidence: total?.confidence ?? null,
     currency: receiptCurrency(lines, total ? [total.line] : []),

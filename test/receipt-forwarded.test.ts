@@ -1,0 +1,45 @@
+import { describe, expect, it } from "vitest";
+import { unwrapForwarded, vendorFromHeaders } from "../src/receipts/extraction/forwarded.js";
+import { parseReceiptText } from "../src/receipts/extraction/index.js";
+
+/* Receipts a person forwards from a phone (invented messages). */
+const forwarded = [
+  "Sent from my iPhone",
+  "",
+  "Begin forwarded message:",
+  "",
+  "> From: Corner Bakery <receipts@cornerbakery.example>",
+  "> Date: March 5, 2025 at 8:14:02 AM EST",
+  "> To: olive@maple.test",
+  "> Subject: Your receipt from Corner Bakery",
+  ">",
+  "> CORNER BAKERY CAFE",
+  "> 120 King St W, Toronto ON M5X 1A9",
+  "> 03/05/2025 08:12",
+  "> Latte 5.25",
+  "> Croissant 3.95",
+  "> Subtotal 9.20",
+  "> HST 13% 1.20",
+  "> Total CAD 10.40",
+  "> Visa 10.40",
+].join("\n");
+
+describe("a forwarded receipt", () => {
+  it("is read without the signature, the forward marker and the forwarded headers", () => {
+    const parsed = parseReceiptText(forwarded, { dateOrder: "MDY" });
+    expect(parsed).toMatchObject({ vendorName: "CORNER BAKERY CAFE", amount: "10.40", amountConfidence: "checked", currency: "CAD", dateReadings: ["2025-03-05"] });
+  });
+
+  it("the sender or the subject names the vendor when the receipt's text does not", () => {
+    const bare = "---------- Forwarded message ---------\nFrom: Lumen Books <orders@lumenbooks.example>\nDate: Tue, Mar 4, 2025\nSubject: Order 1042\nTo: me@maple.test\n\nOrder 1042\n1 x Ledger paper 14.00\nTotal 14.00";
+    expect(parseReceiptText(bare, { dateOrder: "auto" }).vendorName).toBe("Lumen Books");
+    expect(vendorFromHeaders("receipts@harbourcoffee.example", null)).toBe("Harbourcoffee");
+    expect(vendorFromHeaders("\"No Reply\" <no-reply@mail.example>", "Your receipt from Harbour Coffee")).toBe("Harbour Coffee");
+    expect(vendorFromHeaders("olive@gmail.com", null)).toBeNull();
+  });
+
+  it("a receipt's own Date: or To: line at the top is not taken for an email header", () => {
+    expect(unwrapForwarded(["DATE: 07/08/2019", "TOTAL 12.00"]).lines).toEqual(["DATE: 07/08/2019", "TOTAL 12.00"]);
+    expect(unwrapForwarded(["From: a@b.example", "Subject: x", "TOTAL 12.00"])).toEqual({ lines: ["TOTAL 12.00"], sender: "a@b.example", subject: "x" });
+  });
+});
