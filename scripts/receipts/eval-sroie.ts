@@ -6,6 +6,7 @@
  *
  *   npx tsx scripts/receipts/eval-sroie.ts [dir] [--verbose]
  */
+import { createHash } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -47,6 +48,13 @@ export interface Report {
   ceilingWithCleanup: Tally;
   fromImages: Tally;
   fromDatasetOcr: Tally;
+  /**
+   * Extraction from the images by half of the sample (halfOf: a fixed split by the id's hash): a
+   * change is made looking at the "tuning" half only; the "held-out" half is the figure to quote.
+   */
+  fromImagesByHalf: Record<Half, Tally & { receipts: number }>;
+  /** From the images: how often the amount was right for each confidence the extractor gave it. */
+  amountByConfidence: Record<string, { right: number; wrong: number }>;
   /** Seconds of OCR per image, both readings and clean-up included. */
   ocrSecondsPerImage: number;
   misses: { id: string; source: "image" | "dataset-ocr"; field: keyof Tally; expected: string; got: string }[];
@@ -118,6 +126,12 @@ export function datasetOcrText(file: string): string {
 }
 
 const empty = (): Tally => ({ amount: 0, date: 0, vendor: 0, vendorPartial: 0 });
+
+export type Half = "tuning" | "held-out";
+/** A fixed half of the sample, by the id's SHA-256 (not by file order, which follows the shops' names). */
+export function halfOf(id: string): Half {
+  return createHash("sha256").update(id).digest()[0] % 2 === 0 ? "tuning" : "held-out";
+}
 function add(into: Tally, more: Tally) {
   for (const key of Object.keys(into) as (keyof Tally)[]) into[key] += more[key];
 }
@@ -131,6 +145,8 @@ export async function evaluateSroie(dir: string): Promise<Report> {
     ceilingWithCleanup: empty(),
     fromImages: empty(),
     fromDatasetOcr: empty(),
+    fromImagesByHalf: { tuning: { ...empty(), receipts: 0 }, "held-out": { ...empty(), receipts: 0 } },
+    amountByConfidence: {},
     ocrSecondsPerImage: 0,
     misses: [],
   };
@@ -156,6 +172,12 @@ export async function evaluateSroie(dir: string): Promise<Report> {
     const fromImage = parseReceiptText(text, { dateOrder: DATE_ORDER });
     const imageTally = score(fromImage, label);
     add(report.fromImages, imageTally);
+    const half = report.fromImagesByHalf[halfOf(label.id)];
+    add(half, imageTally);
+    half.receipts++;
+    const confidence = (report.amountByConfidence[fromImage.amountConfidence ?? "none"] ??= { right: 0, wrong: 0 });
+    if (imageTally.amount) confidence.right++;
+    else confidence.wrong++;
     noteMisses(label.id, "image", imageTally, fromImage, label);
 
     const datasetText = datasetOcrText(path.join(dir, "ocr", `${label.id}.txt`));
@@ -180,7 +202,14 @@ function printReport(report: Report, verbose: boolean) {
   row("OCR ceiling, both readings", report.ceilingWithCleanup);
   row("extraction from images", report.fromImages);
   row("extraction from dataset OCR text", report.fromDatasetOcr);
-  console.log(`\nOCR, both readings: ${report.ocrSecondsPerImage} s per image`);
+  for (const half of ["tuning", "held-out"] as const) {
+    const t = report.fromImagesByHalf[half];
+    const share = (k: number) => `${String(k).padStart(2)}/${t.receipts} ${((100 * k) / Math.max(1, t.receipts)).toFixed(0).padStart(3)}%`;
+    console.log(`${`  from images, ${half} half`.padEnd(34)} ${share(t.amount)}   ${share(t.date)}   ${share(t.vendor)}   ${share(t.vendorPartial)}`);
+  }
+  console.log(`\namount by its confidence (images): ${Object.entries(report.amountByConfidence)
+    .map(([c, t]) => `${c} ${t.right}/${t.right + t.wrong} right`).join(", ")}`);
+  console.log(`OCR, both readings: ${report.ocrSecondsPerImage} s per image`);
   if (verbose) {
     for (const m of report.misses) console.log(`miss ${m.source.padEnd(11)} ${m.id} ${m.field.padEnd(6)} expected ${m.expected} got ${m.got}`);
   }

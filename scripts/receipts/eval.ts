@@ -183,11 +183,19 @@ function printSroie(report: SroieReport): string[] {
     row("extraction from dataset OCR text", report.fromDatasetOcr),
   ];
   for (const l of lines) console.log(l);
+  const heldOut = report.fromImagesByHalf["held-out"];
+  const m = heldOut.receipts;
+  const calibration = Object.entries(report.amountByConfidence).map(([c, t]) => `${c} ${t.right}/${t.right + t.wrong} right`).join(", ");
+  console.log(`from images, the held-out half (${m} scans, halfOf in eval-sroie.ts): amount ${pct(heldOut.amount, m)}, ` +
+    `date ${pct(heldOut.date, m)}, vendor ${pct(heldOut.vendor, m)}`);
+  console.log(`amount by its confidence (images): ${calibration}`);
   console.log(`OCR: ${report.ocrSecondsPerImage} s per image (both readings)`);
-  const short = (t: Tally) => `amount ${pct(t.amount, n)}, date ${pct(t.date, n)}, vendor ${pct(t.vendor, n)} (first two words ${pct(t.vendorPartial, n)})`;
+  const short = (t: Tally, k = n) => `amount ${pct(t.amount, k)}, date ${pct(t.date, k)}, vendor ${pct(t.vendor, k)} (first two words ${pct(t.vendorPartial, k)})`;
   return [
     `SROIE (${n} scans): OCR ceiling ${short(report.ceilingWithCleanup)}`,
     `  from images: ${short(report.fromImages)}`,
+    `  from images, held-out half (${m}): ${short(heldOut, m)}`,
+    `  amount by its confidence (images): ${calibration}`,
     `  from dataset OCR text: ${short(report.fromDatasetOcr)}`,
   ];
 }
