@@ -133,7 +133,7 @@ export function halfOf(id: string): Half {
   return createHash("sha256").update(id).digest()[0] % 2 === 0 ? "tuning" : "held-out";
 }
 function add(into: Tally, more: Tally) {
-  for (const key of Object.keys(into) as (keyof Tally)[]) into[key] += more[key];
+  for (const key of Object.keys(more) as (keyof Tally)[]) into[key] += more[key];
 }
 
 export async function evaluateSroie(dir: string): Promise<Report> {
