@@ -1,5 +1,5 @@
 import path from "node:path";
-import { BankFileError, LAYOUT_FLAGS, readBankStatementFile, type BankFileOptions, type LayoutFlags, type StatementRow } from "../imports/bank-files/index.js";
+import { BankFileError, flagName, LAYOUT_FLAGS, readBankStatementFile, type BankFileOptions, type LayoutFlags, type StatementRow } from "../imports/bank-files/index.js";
 import { CliError, organizationByName, required, sql, type Command, type CommandContext } from "./command.js";
 
 const string = { type: "string" } as const;
@@ -140,19 +140,16 @@ function onlyFile(ctx: CommandContext): string {
 
 /** The reading flags given on the command line, by their option names (LAYOUT_FLAGS). */
 function layoutFlagsOf(ctx: CommandContext): LayoutFlags {
-  const cli: Record<(typeof LAYOUT_FLAGS)[number], string> = {
-    preset: "preset", map: "map", dateFormat: "date-format", delimiter: "delimiter", decimal: "decimal", moneyOut: "money-out", account: "account",
-  };
   const flags: LayoutFlags = {};
   for (const name of LAYOUT_FLAGS) {
-    const value = ctx.args.values[cli[name]];
+    const value = ctx.args.values[flagName(name).slice(2)];
     if (typeof value === "string") flags[name] = value;
   }
   return flags;
 }
 
 const describeFlags = (flags: LayoutFlags) =>
-  Object.entries(flags).map(([k, v]) => `--${k.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase())} ${v}`).join(" ");
+  Object.entries(flags).map(([k, v]) => `${flagName(k)} ${v}`).join(" ");
 
 async function readStatement(file: string, options: BankFileOptions) {
   try {

@@ -31,8 +31,7 @@ export interface AccountChoice {
 }
 
 /** Letters and digits only, upper case: an IBAN written in groups is the same IBAN. */
-const compact = (s: string) => s.replace(/[^0-9a-z]/gi, "").toUpperCase();
-export const accountKey = compact;
+export const accountKey = (s: string) => s.replace(/[^0-9a-z]/gi, "").toUpperCase();
 
 const transactions = (n: number) => `${n} transaction${n === 1 ? "" : "s"}`;
 const listed = (accounts: StatementAccount[]) => accounts.map((a) => `${a.label} (${transactions(a.count)}${a.detail ? ` ${a.detail}` : ""})`).join("; ");
@@ -52,13 +51,13 @@ export function chooseAccount(format: string, accounts: StatementAccount[], choi
     return rest.length ? `; left out: ${listed(rest)}` : "";
   };
   if (choice.account !== undefined) {
-    const wanted = compact(choice.account);
+    const wanted = accountKey(choice.account);
     if (wanted === "") throw new BankFileError("--account needs the account's number, or its last digits.");
-    const matches = accounts.filter((a) => a.id !== "" && compact(a.id).endsWith(wanted));
+    const matches = accounts.filter((a) => a.id !== "" && accountKey(a.id).endsWith(wanted));
     if (matches.length === 0) {
       throw new BankFileError(`--account ${choice.account}: no statement in the file is of that account; it holds ${listed(accounts)}.`);
     }
-    const exact = matches.filter((a) => compact(a.id) === wanted);
+    const exact = matches.filter((a) => accountKey(a.id) === wanted);
     const [chosen] = exact.length === 1 ? exact : matches;
     if (exact.length !== 1 && matches.length > 1) {
       throw new BankFileError(`--account ${choice.account} matches ${matches.length} accounts of the file (${listed(matches)}); give more of its number.`);
@@ -69,8 +68,8 @@ export function chooseAccount(format: string, accounts: StatementAccount[], choi
     return { key: chosen.key, by: "account", warnings: others(chosen.key).length ? [`Only ${chosen.label} is read, as --account says${leftOut(chosen.key)}.`] : [] };
   }
   if (used.length <= 1) return { key: used[0]?.key, by: used.length ? "only" : undefined, warnings: [] };
-  const lastFour = compact(choice.lastFour ?? "");
-  const byLastFour = lastFour.length === 4 ? used.filter((a) => a.id !== "" && compact(a.id).endsWith(lastFour)) : [];
+  const lastFour = accountKey(choice.lastFour ?? "");
+  const byLastFour = lastFour.length === 4 ? used.filter((a) => a.id !== "" && accountKey(a.id).endsWith(lastFour)) : [];
   if (byLastFour.length === 1) {
     const [chosen] = byLastFour;
     return {

@@ -96,10 +96,13 @@ export function readQifStatement(text: string, dateOrder?: DateOrder, decimal?: 
     warnings.push(`Line ${inv.line}: the investment section (${inv.header}${inv.records ? `, ${inv.records} record${inv.records > 1 ? "s" : ""}` : ""}) is left out: only bank, card and cash transactions are read.`);
   }
   if (sections === 0) throw new BankFileError("The QIF file has no !Type:Bank, !Type:CCard or !Type:Cash section: it holds no transactions.");
+  // Each section's records counted in one pass: a file may hold thousands of sections.
+  const perSection = new Array<number>(sectionAccounts.length).fill(0);
+  for (const r of records) perSection[r.section]++;
   const accounts = tallyAccounts(sectionAccounts.map((a, i) => ({ ...a, i })), (a) => ({
     key: a.name, id: a.name, label: a.name ? `the account "${a.name}"` : "the sections with no !Account name", detail: `from line ${a.line}`,
     suggest: /\s/.test(a.name) ? JSON.stringify(a.name) : a.name || "NAME",
-  }), (a) => records.filter((r) => r.section === a.i).length);
+  }), (a) => perSection[a.i]);
   const chosen = chooseAccount("QIF", accounts, choice);
   warnings.push(...chosen.warnings);
   if (chosen.key !== undefined) records = records.filter((r) => sectionAccounts[r.section].name === chosen.key);

@@ -8,7 +8,7 @@ import { looksLikeOfx, readOfxStatement } from "./ofx.js";
 import { looksLikeQif, readQifStatement } from "./qif.js";
 import { decodeBankFile } from "./read-text.js";
 import { BankFileError } from "./row.js";
-import { bankFile, LAYOUT_FLAGS, type BankFile, type BankFileOptions, type LayoutFlags } from "./statement.js";
+import { bankFile, flagName, LAYOUT_FLAGS, type BankFile, type BankFileOptions, type LayoutFlags } from "./statement.js";
 
 /**
  * A bank or credit-card statement file held in memory (CSV, OFX 1.x/2.x, QIF, MT940 or camt.053, told apart by content)
@@ -20,19 +20,12 @@ export function readBankFile(bytes: Uint8Array, given: BankFileOptions = {}): Ba
   const { text, encoding } = decodeBankFile(bytes);
   if (looksLikeOfx(text)) {
     const { options, passedOver } = flagsFor("OFX", given);
-    if (options.preset || options.map || options.dateFormat || options.delimiter || options.decimal || options.moneyOut) {
-      throw new BankFileError("The file is OFX: --preset, --map, --delimiter, --decimal, --money-out and --date-format apply to CSV files only.");
-    }
     return withWarnings(bankFile(readOfxStatement(text, accountChoice(options)), encoding), passedOver);
   }
   const whole = wholeFileFormat(text);
   if (whole) {
     if (bytes.length > MAX_WHOLE_FILE_BYTES) throw wholeFileTooLarge(bytes.length, whole);
     const { options, passedOver } = flagsFor(whole, given);
-    if (options.preset || options.map || options.delimiter || options.moneyOut || ((options.decimal || options.dateFormat) && whole !== "QIF")) {
-      throw new BankFileError(whole === "QIF" ? "The file is QIF: --preset, --map, --delimiter, --money-out apply to CSV files only."
-        : `The file is ${whole}: --preset, --map, --delimiter, --decimal, --money-out and --date-format apply to CSV files only.`);
-    }
     const dateOrder = options.dateFormat ? parseDateFormatOption(options.dateFormat) : undefined;
     const balances = { skipBalanceCheck: options.skipBalanceCheck, ...accountChoice(options) };
     const read = whole === "QIF" ? readQifStatement(text, dateOrder, parseDecimalOption(options.decimal), accountChoice(options))
@@ -43,23 +36,28 @@ export function readBankFile(bytes: Uint8Array, given: BankFileOptions = {}): Ba
   return bankFile(readCsvStatement(text, { preset: given.preset, map: given.map, dateOrder, ...csvReadOptions(given) }), encoding);
 }
 
-/** The reading flags each format other than CSV takes (CSV takes them all). */
+/** The reading flags each format other than CSV takes (CSV takes them all): the one list of which flag applies where. */
 const FORMAT_FLAGS: Record<string, (keyof LayoutFlags)[]> = { OFX: ["account"], QIF: ["dateFormat", "decimal", "account"], MT940: ["account"], "camt.053": ["account"] };
 
 /**
- * A saved layout was saved for the account's files of one format (a bank's CSV export); a file of
- * another (its OFX download) is read without the flags that do not apply to it, saying so. Flags
- * given for this file that do not apply to it are refused by the caller.
+ * The options a file of `format` is read with. Flags given for this file that do not apply to it
+ * are refused. A saved layout was saved for the account's files of one format (a bank's CSV
+ * export); a file of another (its OFX download) is read without the saved flags that do not apply
+ * to it, saying so.
  */
 function flagsFor(format: string, options: BankFileOptions): { options: BankFileOptions; passedOver: string[] } {
-  if (!options.fromSavedLayout) return { options, passedOver: [] };
-  const kept: BankFileOptions = { ...options };
   const dropped = LAYOUT_FLAGS.filter((flag) => options[flag] !== undefined && !FORMAT_FLAGS[format].includes(flag));
+  if (dropped.length === 0) return { options, passedOver: [] };
+  if (!options.fromSavedLayout) {
+    const csvOnly = LAYOUT_FLAGS.filter((flag) => flag !== "account" && !FORMAT_FLAGS[format].includes(flag)).map(flagName);
+    throw new BankFileError(`The file is ${format}: ${csvOnly.join(", ")} apply to CSV files only.`);
+  }
+  const kept: BankFileOptions = { ...options };
   for (const flag of dropped) delete kept[flag];
-  const names = dropped.map((f) => `--${f.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase())}`);
+  const names = dropped.map(flagName);
   return {
     options: kept,
-    passedOver: names.length ? [`The saved layout's ${names.join(", ")} ${names.length === 1 ? "does" : "do"} not apply to this ${format} file: passed over.`] : [],
+    passedOver: [`The saved layout's ${names.join(", ")} ${names.length === 1 ? "does" : "do"} not apply to this ${format} file: passed over.`],
   };
 }
 

@@ -31,6 +31,9 @@ export interface BankFileOptions {
 export const LAYOUT_FLAGS = ["preset", "map", "dateFormat", "delimiter", "decimal", "moneyOut", "account"] as const;
 export type LayoutFlags = Partial<Record<(typeof LAYOUT_FLAGS)[number], string>>;
 
+/** A reading option as the command line spells it: moneyOut is --money-out. */
+export const flagName = (option: string) => `--${option.replace(/[A-Z]/g, (c) => "-" + c.toLowerCase())}`;
+
 export interface BankFile {
   rows: StatementRow[];
   /** Things the operator should know that do not stop the import (rows left out, a guess made). */

@@ -1,4 +1,4 @@
-import { candidates, findTotal, Label, type Candidate } from "./total.js";
+import { AFTER_ROUNDING, candidates, Label, ROUNDING, SUBTOTAL, TAX_OR_CHARGE, totalAmong, type Candidate } from "./total.js";
 
 /**
  * How the receipt's total was settled:
@@ -24,12 +24,13 @@ function roleOf(c: Candidate): Role {
   const w = c.words;
   if (c.change) return "change";
   if (c.payment) return "cash";
-  if (/\bsub[\s-]?(t\s?[o0]\s?t\s?[a4]\s?[l1i]|ttl|tot)|\bsubtotal|\b(excl\w*|exclusive|excluding|before tax|pre-?tax|net of tax)\b/.test(w)) return "subtotal";
-  if (/(after|atf|aft|with)\s?(round|rnd)|rounded (total|amount)|(total|ttl) rounded/.test(w)) return "other";
-  if (/round|\brnd\b|\badj(ustment)?\b/.test(w)) return "rounding";
+  // A total before tax ("Total excl. GST") is a subtotal for the checks.
+  if (SUBTOTAL.test(w) || /\b(excl\w*|exclusive|excluding|before tax|pre-?tax|net of tax)\b/.test(w)) return "subtotal";
+  if (AFTER_ROUNDING.test(w)) return "other";
+  if (ROUNDING.test(w)) return "rounding";
   if (/\b(discount|disc|coupon|voucher|promo|you save|savings?)\b/.test(w)) return "discount";
   // What is added to the subtotal: taxes, a service charge, a tip.
-  if (c.label === Label.NOT_TOTAL && /\b(gst|vat|hst|pst|qst|sst|tax|taxes|service charge|svc|srv|sv chg|serv|tip|tips|gratuity)\b/.test(w)) return "tax";
+  if (c.label === Label.NOT_TOTAL && (TAX_OR_CHARGE.test(w) || /\b(tip|tips|gratuity)\b/.test(w))) return "tax";
   if (c.label === Label.WEAK && /\b(visa|mastercard|master|amex|debit|credit|card|eftpos)\b/.test(w)) return "card";
   return "other";
 }
@@ -77,8 +78,9 @@ function checksFor(cents: number, line: number, byRole: Record<Role, Candidate[]
  * misreading such as 1,859.35 for 59.35); with its confidence.
  */
 export function totalByConsistency(lines: string[]): TotalReading | null {
-  const found = candidates(lines).filter((c) => c.cents !== 0);
-  const primary = findTotal(lines);
+  const all = candidates(lines);
+  const primary = totalAmong(all);
+  const found = all.filter((c) => c.cents !== 0);
   const byRole: Record<Role, Candidate[]> = { subtotal: [], tax: [], rounding: [], discount: [], cash: [], change: [], card: [], other: [] };
   for (const c of found) byRole[roleOf(c)].push(c);
   for (const role of Object.keys(byRole) as Role[]) byRole[role] = distinct(byRole[role]);

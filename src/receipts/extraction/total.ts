@@ -36,12 +36,21 @@ function isChange(words: string): boolean {
   return /\b(change|chg due|kembali)\b/.test(words);
 }
 
+/** The words of a subtotal line, OCR's misreadings of "total" included. */
+export const SUBTOTAL = /\bsub[\s-]?(t\s?[o0]\s?t\s?[a4]\s?[l1i]|ttl)|\bsubtotal/;
+/** A total after rounding: what is paid. */
+export const AFTER_ROUNDING = /(after|atf|aft|with)\s?(round|rnd)|rounded (total|amount)|(total|ttl) rounded/;
+/** A rounding adjustment's own line. */
+export const ROUNDING = /round|\brnd\b|\badj(ustment)?\b/;
+/** Taxes and charges added to the subtotal. */
+export const TAX_OR_CHARGE = /\b(gst|vat|hst|pst|qst|sst|tax|taxes|service charge|svc|srv|sv chg|serv)\b/;
+
 export function classify(line: string): Label {
   const words = labelWords(line);
   const total = TOTAL_WORD.test(words);
-  if (/\bsub[\s-]?(t\s?[o0]\s?t\s?[a4]\s?[l1i]|ttl)|\bsubtotal/.test(words)) return Label.NOT_TOTAL;
-  if (/(after|atf|aft|with)\s?(round|rnd)|rounded (total|amount)|(total|ttl) rounded/.test(words)) return Label.DUE;
-  if (/round|\brnd\b|\badj(ustment)?\b/.test(words) && !/adjustment note/.test(words)) return Label.NOT_TOTAL;
+  if (SUBTOTAL.test(words)) return Label.NOT_TOTAL;
+  if (AFTER_ROUNDING.test(words)) return Label.DUE;
+  if (ROUNDING.test(words) && !/adjustment note/.test(words)) return Label.NOT_TOTAL;
   if (isPaymentLine(words)) return Label.NOT_TOTAL;
   if (/\b(balance|amount|amt|total|ttl) (due|owing|to pay)\b|\b(payable|grand total|total to pay|please pay)\b/.test(words)) {
     return Label.DUE;
@@ -57,7 +66,7 @@ export function classify(line: string): Label {
   const taxFirst = /^\W*(\w+ )?(gst|vat|hst|pst|qst|sst|tax|taxes|service tax|sales tax)\b/.test(words);
   if (total && !taxFirst && /\b(incl\w*|inc|inclusive|including|with)\b/.test(words)) return Label.INCLUSIVE;
   if (/\bnett? (total|amount|amt)\b|\b(total|amount) nett?\b/.test(words)) return Label.INCLUSIVE;
-  if (/\b(gst|vat|hst|pst|qst|sst|tax|taxes|service charge|svc|srv|sv chg|serv)\b/.test(words)) return Label.NOT_TOTAL;
+  if (TAX_OR_CHARGE.test(words)) return Label.NOT_TOTAL;
   if (total) return Label.TOTAL;
   if (/\b(amount|amt|visa|mastercard|master|amex|debit|credit|card|paid|payment|eftpos)\b/.test(words)) return Label.WEAK;
   return Label.NONE;
@@ -203,8 +212,12 @@ function promoteRoundedTotals(found: Candidate[], rows: Row[]): Candidate[] {
  * no total label, the largest amount that is not a payment or change.
  */
 export function findTotal(lines: string[]): { cents: number; line: number } | null {
+  return totalAmong(candidates(lines));
+}
+
+/** findTotal's choice among a text's candidates (consistency.ts reads the same candidates for its checks). */
+export function totalAmong(found: Candidate[]): { cents: number; line: number } | null {
   // A zero "Balance due" after payment says nothing about the total: zeros count only alone.
-  const found = candidates(lines);
   const nonZero = found.filter((c) => c.cents !== 0);
   const all = nonZero.length > 0 ? nonZero : found;
   // Cash tendered with change given back bounds what was paid: cash minus change.
