@@ -314,5 +314,9 @@ describe("after review: what a file does not say is never assumed", () => {
     expect(failure(() => readBankFile(ofx, { decimal: "point" }))).toMatch(/^The file is OFX: .*apply to CSV files only\.$/);
     const mt940 = readBankFile(readFileSync("test/fixtures/bank-formats/statement.sta"), { delimiter: ";", fromSavedLayout: true });
     expect(mt940.warnings[0]).toBe("The saved layout's --delimiter does not apply to this MT940 file: passed over.");
+    // A CSV export's saved decimal comma is no QIF download's: the QIF settles its own mark.
+    const qif = readBankFile(Buffer.from("!Type:Bank\nD01/20/2025\nT-10.00\nPCAFE\n^\n"), { decimal: "comma", fromSavedLayout: true });
+    expect(qif.rows[0].amount).toBe("-10.00");
+    expect(qif.warnings[0]).toBe("The saved layout's --decimal does not apply to this QIF file: passed over.");
   });
 });

@@ -46,7 +46,9 @@ const FORMAT_FLAGS: Record<string, (keyof LayoutFlags)[]> = { OFX: ["account"], 
  * to it, saying so.
  */
 function flagsFor(format: string, options: BankFileOptions): { options: BankFileOptions; passedOver: string[] } {
-  const dropped = LAYOUT_FLAGS.filter((flag) => options[flag] !== undefined && !FORMAT_FLAGS[format].includes(flag));
+  // A saved --decimal was a CSV export's: a QIF download settles its own mark (or is told it for the file).
+  const applies = (flag: keyof LayoutFlags) => FORMAT_FLAGS[format].includes(flag) && !(options.fromSavedLayout && flag === "decimal");
+  const dropped = LAYOUT_FLAGS.filter((flag) => options[flag] !== undefined && !applies(flag));
   if (dropped.length === 0) return { options, passedOver: [] };
   if (!options.fromSavedLayout) {
     const csvOnly = LAYOUT_FLAGS.filter((flag) => flag !== "account" && !FORMAT_FLAGS[format].includes(flag)).map(flagName);
