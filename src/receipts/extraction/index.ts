@@ -1,5 +1,4 @@
 export { extractReceipt, MAX_TEXT_CHARS } from "./extract.js";
-export { closeOcr } from "./ocr.js";
 export { parseReceiptText } from "./parse.js";
-export { documentText, UnreadableDocument } from "./read.js";
+export { closeOcr, documentText, UnreadableDocument } from "./read.js";
 export type { DateOrder, DocumentText, ParsedReceipt, ReadMethod, ReceiptExtraction } from "./types.js";

@@ -92,8 +92,8 @@ async function recogniseNow(image: Buffer, layout: PageLayout, deadline: number)
   }
 }
 
-/** Terminates the shared worker (tests and process shutdown); the next call starts another. */
-export async function closeOcr(): Promise<void> {
+/** Terminates the shared tesseract worker (read.ts' closeOcr); the next call starts another. */
+export async function closeTesseract(): Promise<void> {
   const current = worker;
   worker = undefined;
   currentLayout = undefined;

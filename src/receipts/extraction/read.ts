@@ -1,6 +1,7 @@
-import { AS_SCANNED, heicToPng, IMAGE_READINGS, prepareForOcr, SINGLE_COLUMN, type Cleanup } from "./images.js";
+import { AS_SCANNED, heicToPng, IMAGE_READINGS, type ImageReading, prepareForOcr, SINGLE_COLUMN } from "./images.js";
 import { receiptLines } from "./lines.js";
-import { recognise } from "./ocr.js";
+import { closeTesseract, recognise } from "./ocr.js";
+import { closePaddleOcr, recogniseWithPaddle } from "./paddle-ocr.js";
 import { openPdf, pdfPageImages, pdfTextLayer } from "./pdf.js";
 import { totalLostItsCents } from "./total.js";
 import type { DocumentText } from "./types.js";
@@ -16,28 +17,34 @@ const IMAGE_TYPES = new Set(["image/jpeg", "image/jpg", "image/png", "image/webp
 export const DOCUMENT_OCR_BUDGET_MS = 90_000;
 
 /**
- * OCR of one image (any type sharp reads, or HEIC), one reading per clean-up given, the
- * readings one after the other (the parser's rules hold over all: see parse.ts). With the
- * default readings, one more is taken when they lost the total's cents (SINGLE_COLUMN). A later
- * reading is skipped when the document's time is nearly spent.
+ * OCR of one image (any type sharp reads, or HEIC), one reading per entry of `readings`, all at
+ * once (each engine serialises its own calls), the texts joined in the order given (the parser's
+ * rules hold over all: see parse.ts). With the default readings, one more is taken when they
+ * lost the total's cents (SINGLE_COLUMN), unless the document's time is nearly spent.
  */
 export async function ocrImage(
   bytes: Buffer,
   contentType: string,
-  cleanups: Cleanup[] = IMAGE_READINGS,
+  readings: ImageReading[] = IMAGE_READINGS,
   deadlineAt = Date.now() + DOCUMENT_OCR_BUDGET_MS,
 ): Promise<string> {
   const decodable = /^image\/hei[cf]$/.test(contentType) ? await heicToPng(bytes) : bytes;
-  const readings: string[] = [];
-  const read = async (cleanup: Cleanup) => {
-    const left = deadlineAt - Date.now();
-    if (readings.length > 0 && left < 10_000) return;
-    const image = await prepareForOcr(decodable, cleanup);
-    readings.push((await recognise(image, { layout: cleanup.layout, deadlineMs: Math.max(left, 1_000) })).text.trim());
+  const read = async (reading: ImageReading) => {
+    const image = await prepareForOcr(decodable, reading);
+    const left = Math.max(deadlineAt - Date.now(), 1_000);
+    if (reading.engine === "paddle") return (await recogniseWithPaddle(image, left)).trim();
+    return (await recognise(image, { layout: reading.layout, deadlineMs: left })).text.trim();
   };
-  for (const cleanup of cleanups) await read(cleanup);
-  if (cleanups === IMAGE_READINGS && totalLostItsCents(receiptLines(readings.join("\n")))) await read(SINGLE_COLUMN);
-  return readings.join("\n\n");
+  const texts = await Promise.all(readings.map(read));
+  if (readings === IMAGE_READINGS && deadlineAt - Date.now() > 10_000 && totalLostItsCents(receiptLines(texts.join("\n")))) {
+    texts.push(await read(SINGLE_COLUMN));
+  }
+  return texts.join("\n\n");
+}
+
+/** Ends both OCR engines (tests and process shutdown); the next read starts them again. */
+export async function closeOcr(): Promise<void> {
+  await Promise.all([closeTesseract(), closePaddleOcr()]);
 }
 
 /** The text of a receipt: its own for text and text-layer PDFs, OCR'd for images and scans. */

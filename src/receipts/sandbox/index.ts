@@ -6,7 +6,7 @@
  * reader a heap limit; a reader that overruns is killed and the document refused for good.
  *
  * A few reader processes serve every request, each one document at a time (each keeps its OCR
- * engine, which costs about half a second to start): a document that takes a reader to its
+ * engines, which cost about a second to start): a document that takes a reader to its
  * deadline holds that reader alone, and the worker reads one organization's documents one at a
  * time, so another organization's receipt finds a reader free. Each reader is started on first
  * use and replaced after a kill or crash.
@@ -23,8 +23,10 @@ export const EXTRACTION_TIMEOUT_MS = 120_000;
 /** The reader's V8 heap: past it the reader dies (and the document is refused), not the API. */
 export const READER_HEAP_MB = 768;
 
-/** A reader grown past this after a document is replaced before the next one. */
-const RECYCLE_RSS_BYTES = 1536 * 1024 * 1024;
+/** A reader grown past this after a document is replaced before the next one. A reader holding
+ * both OCR engines settles near 1.4 GB after a few scans (onnxruntime's buffers, outside the V8
+ * heap): a lower bound would restart it after nearly every image. */
+const RECYCLE_RSS_BYTES = 2048 * 1024 * 1024;
 
 /** Starting the reader (loading pdf.js, canvas, the parsers) is not the document's fault. */
 const STARTUP_TIMEOUT_MS = 60_000;
