@@ -494,9 +494,13 @@ table app_public.receipts (row-level security, forced)
   column match_details jsonb  grants: accounting_visitor: UPDATE
   column created timestamp with time zone not null default now()
   column updated timestamp with time zone not null default now()  grants: accounting_visitor: UPDATE
+  column vendor_confidence text
+  column amount_confidence text
+  column date_confidence text
   constraint receipts_currency_check CHECK ((currency ~ '^[A-Z]{3}$'::text))
   constraint receipts_date_readings_check CHECK ((cardinality(date_readings) <= 2))
   constraint receipts_event_fkey FOREIGN KEY (organization_id, event_id) REFERENCES app_public.ledger_events(organization_id, id) ON DELETE SET NULL (event_id)
+  constraint receipts_field_confidence_check CHECK (((vendor_confidence = ANY (ARRAY['high'::text, 'medium'::text, 'low'::text])) AND (amount_confidence = ANY (ARRAY['high'::text, 'medium'::text, 'low'::text])) AND (date_confidence = ANY (ARRAY['high'::text, 'medium'::text, 'low'::text]))))
   constraint receipts_filename_check CHECK ((length(filename) <= 255))
   constraint receipts_intake_message_fkey FOREIGN KEY (organization_id, intake_message_id) REFERENCES app_public.intake_messages(organization_id, id) ON DELETE SET NULL (intake_message_id)
   constraint receipts_linked_by_check CHECK ((linked_by = ANY (ARRAY['person'::text, 'matching'::text])))
@@ -1829,6 +1833,13 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.field_confidence(value text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select case when value in ('high', 'medium', 'low') then value else 'low' end $function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.field_of(message text, fallback text)
  RETURNS text
  LANGUAGE sql
@@ -2290,6 +2301,10 @@ declare
   runner_up_similarity real;
   n_candidates integer;
   t record := app_private.receipt_match_thresholds();
+  s record := app_private.receipt_match_strict_thresholds();
+  low_fields text[];
+  min_similarity real;
+  max_distance integer;
   matched integer := 0;
   unmatched integer := 0;
   linked boolean;
@@ -2306,6 +2321,9 @@ begin
      for update skip locked
   loop
     linked := false; n_candidates := 0; best_event := null; best_similarity := null; runner_up_similarity := null;
+    low_fields := app_private.receipt_low_confidence_fields(r);
+    min_similarity := case when low_fields = '{}' then t.min_similarity else greatest(t.min_similarity, s.min_similarity) end;
+    max_distance := case when low_fields = '{}' then null else s.max_day_distance end;
     -- The candidates once, best first: the first two decide.
     for c in select * from app_private.receipt_candidates(r.id) loop
       n_candidates := n_candidates + 1;
@@ -2315,7 +2333,8 @@ begin
         runner_up_similarity := c.similarity;
       end if;
     end loop;
-    if best_similarity >= t.min_similarity
+    if best_similarity >= min_similarity
+       and (max_distance is null or best_distance <= max_distance)
        and (runner_up_similarity is null or best_similarity - runner_up_similarity >= t.min_lead) then
       -- The event is locked, then checked again: a person may have linked it meanwhile.
       perform 1 from app_public.ledger_events e where e.id = best_event and e.status <> 'ignored' for no key update;
@@ -2323,7 +2342,7 @@ begin
         update app_public.receipts x set event_id = best_event, linked_by = 'matching', linked_at = now(),
                match_status = 'matched', receipt_date = best_reading,
                match_details = jsonb_build_object('similarity', round(best_similarity::numeric, 3), 'dayDistance', best_distance,
-                 'runnerUpSimilarity', round(runner_up_similarity::numeric, 3))
+                 'runnerUpSimilarity', round(runner_up_similarity::numeric, 3), 'lowConfidence', to_jsonb(low_fields))
          where x.id = r.id;
         linked := true;
         perform app_private.record_webhook_event(org, 'receipt.matched', r.id);
@@ -2335,7 +2354,8 @@ begin
       unmatched := unmatched + 1;
       update app_public.receipts x set match_status = 'unmatched',
              match_details = jsonb_build_object('candidates', n_candidates,
-               'bestSimilarity', round(best_similarity::numeric, 3), 'runnerUpSimilarity', round(runner_up_similarity::numeric, 3))
+               'bestSimilarity', round(best_similarity::numeric, 3), 'runnerUpSimilarity', round(runner_up_similarity::numeric, 3),
+               'lowConfidence', to_jsonb(low_fields))
        where x.id = r.id;
       -- Once when it is found to have no match, not at each later run that still finds none.
       if r.match_status is distinct from 'unmatched' then
@@ -3149,6 +3169,8 @@ AS $function$
     'filename', r.filename, 'contentType', r.content_type, 'size', r.size, 'objectKey', r.object_key,
     'uploadedAt', app_private.iso(r.uploaded_at), 'extractedAt', app_private.iso(r.extracted_at),
     'extractionMethod', r.extraction_method, 'extractionError', r.extraction_error,
+    'extraction', case when r.extracted_at is not null then jsonb_build_object('vendorConfidence', r.vendor_confidence,
+      'amountConfidence', r.amount_confidence, 'dateConfidence', r.date_confidence) end,
     'extractedText', case when full_text then r.extracted_text end,
     'linkedBy', r.linked_by, 'linkedAt', app_private.iso(r.linked_at),
     'event', case when e.id is null then null else jsonb_build_object('id', e.id, 'merchantName', e.merchant_name,
@@ -3164,6 +3186,24 @@ CREATE OR REPLACE FUNCTION app_private.receipt_json_by_id(receipt_id uuid, full_
  STABLE
 AS $function$ select app_private.receipt_json(r, e, full_text) from app_public.receipts r
      left join app_public.ledger_events e on e.id = r.event_id where r.id = receipt_json_by_id.receipt_id $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.receipt_low_confidence_fields(r app_public.receipts)
+ RETURNS text[]
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select array_remove(array[case when r.vendor_confidence = 'low' then 'vendor' end,
+                            case when r.amount_confidence = 'low' then 'amount' end,
+                            case when r.date_confidence = 'low' then 'date' end], null)
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.receipt_match_strict_thresholds(OUT min_similarity real, OUT max_day_distance integer)
+ RETURNS record
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select 0.55::real, 1 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.receipt_match_thresholds(OUT min_similarity real, OUT min_lead real)
@@ -3305,6 +3345,10 @@ begin
   update app_public.receipts x set
       vendor_name = left(nullif(btrim(extraction->>'vendorName'), ''), 500),
       amount = v_amount,
+      -- A field's confidence only beside a value it describes.
+      vendor_confidence = case when nullif(btrim(extraction->>'vendorName'), '') is not null then app_private.field_confidence(extraction->>'vendorConfidence') end,
+      amount_confidence = case when v_amount is not null then app_private.field_confidence(extraction->>'amountConfidence') end,
+      date_confidence = case when cardinality(readings) > 0 then app_private.field_confidence(extraction->>'dateConfidence') end,
       currency = case when extraction->>'currency' ~ '^[A-Z]{3}$' then extraction->>'currency' end,
       date_readings = readings,
       -- Until matching picks a reading: the one nearest the arrival day and not after it.

@@ -21,6 +21,18 @@ declare global {
  */
 export const ReceiptsPlugin = sqlOperationsPlugin("ReceiptsPlugin", gql`
   type ReceiptEvent { id: UUID! merchantName: String! status: String! transactionDate: String! functionalAmount: String! }
+  """
+  How far each extracted field can be trusted: high, medium or low; null when the field was not
+  read. Matching asks more of a receipt with a low field (docs/api.md, Matching).
+  """
+  type ReceiptExtraction {
+    "high: a registered name (Inc., Ltd., SDN BHD), read alike twice, or named in a sentence; medium: the strongest line at the top; low: from a forwarded email's sender or subject."
+    vendorConfidence: String
+    "high: the receipt's arithmetic confirms it (subtotal + tax ± rounding, cash − change, a card payment); medium: a total label names it; low: neither."
+    amountConfidence: String
+    "high: a labelled or timestamped date read alike twice; medium: labelled or timestamped; low: mended from broken digits, or merely the first date seen."
+    dateConfidence: String
+  }
   type Receipt {
     id: UUID!
     "From text recognition; null until extracted, or when it could not be read."
@@ -50,6 +62,8 @@ export const ReceiptsPlugin = sqlOperationsPlugin("ReceiptsPlugin", gql`
     extractedAt: String
     extractionMethod: String
     extractionError: String
+    "Null until extracted."
+    extraction: ReceiptExtraction
     "The extracted text (getReceipt only; null in lists)."
     extractedText: String
     "person or matching, while linked."

@@ -27,7 +27,7 @@ const forwarded = [
 describe("a forwarded receipt", () => {
   it("is read without the signature, the forward marker and the forwarded headers", () => {
     const parsed = parseReceiptText(forwarded, { dateOrder: "MDY" });
-    expect(parsed).toMatchObject({ vendorName: "CORNER BAKERY CAFE", amount: "10.40", amountConfidence: "checked", currency: "CAD", dateReadings: ["2025-03-05"] });
+    expect(parsed).toMatchObject({ vendorName: "CORNER BAKERY CAFE", amount: "10.40", amountConfidence: "high", currency: "CAD", dateReadings: ["2025-03-05"] });
   });
 
   it("the sender or the subject names the vendor when the receipt's text does not", () => {

@@ -301,10 +301,40 @@ describe("a whole receipt", () => {
     ].join("\n");
     expect(parse(text, "DMY")).toEqual({
       vendorName: "PELANGI STATIONERY SDN BHD",
+      vendorConfidence: "high",
       amount: "16.85",
-      amountConfidence: "checked",
+      amountConfidence: "high",
       currency: "MYR",
       dateReadings: ["2019-08-07"],
+      dateConfidence: "medium",
     });
+  });
+});
+
+describe("how far each field can be trusted", () => {
+  it("a date read alike twice (two OCR readings) is high; once, medium; the first unlabelled date, low; a mended one, low", () => {
+    const labelled = "SHOP\nDate: 14/03/2023 13:45\nTotal 5.00";
+    expect(parse(labelled, "DMY").dateConfidence).toBe("medium");
+    expect(parse(`${labelled}\n\n${labelled}`, "DMY").dateConfidence).toBe("high");
+    expect(parse("SHOP\n14/03/2023\nTotal 5.00", "DMY").dateConfidence).toBe("low");
+    // Both readings broke the date differently; the digit-by-digit merge is a repair.
+    const mended = parse("SHOP\nDate: 05/85/2023\nTotal 5.00\n\nSHOP\nDate: 95/05/2023\nTotal 5.00", "DMY");
+    expect(mended).toMatchObject({ dateReadings: ["2023-05-05"], dateConfidence: "low" });
+    expect(parse("SHOP\nTotal 5.00", "DMY")).toMatchObject({ dateReadings: [], dateConfidence: null });
+  });
+
+  it("a registered name or one read twice is high; the top line alone, medium; the email's sender, low", () => {
+    expect(parse("NORTHWIND GROCERY LTD\n221 Baker Street\nTotal 5.00", "DMY").vendorConfidence).toBe("high");
+    expect(parse("Corner Bakery\n221 Baker Street\nTotal 5.00", "DMY").vendorConfidence).toBe("medium");
+    expect(parse("Corner Bakery\nTotal 5.00\n\nCorner Bakery\nTotal 5.00", "DMY").vendorConfidence).toBe("high");
+    const forwarded = ["---------- Forwarded message ---------", "From: Corner Bakery <receipts@cornerbakery.com>",
+      "Subject: Your receipt", "", "Total 5.00"].join("\n");
+    expect(parse(forwarded, "DMY")).toMatchObject({ vendorName: "Corner Bakery", vendorConfidence: "low" });
+  });
+
+  it("an amount the arithmetic confirms is high; a labelled total, medium; the largest amount, low", () => {
+    expect(parse("Subtotal 20.00\nGST 1.00\nTotal 21.00", "DMY").amountConfidence).toBe("high");
+    expect(parse("Total 21.00", "DMY").amountConfidence).toBe("medium");
+    expect(parse("COFFEE 3.50\nMUFFIN 2.75", "DMY").amountConfidence).toBe("low");
   });
 });

@@ -19,7 +19,7 @@ let other: Tenant;
 let accounts: Accounts;
 
 const RECEIPT_FIELDS = `id vendorName amount currency receiptDate dateReadings status source matchStatus filename contentType size objectKey
-  uploadedAt imageUrl linkedBy event { id merchantName status }`;
+  uploadedAt imageUrl linkedBy event { id merchantName status } extraction { vendorConfidence amountConfidence dateConfidence }`;
 const CREATE_RECEIPT = `mutation($org: UUID!, $key: String!, $filename: String) {
   createReceipt(organizationId: $org, objectKey: $key, filename: $filename) { success error receiptId duplicate receipt { ${RECEIPT_FIELDS} } } }`;
 const ATTACH = `mutation($org: UUID!, $eventId: UUID!, $key: String!, $filename: String) {
@@ -55,7 +55,10 @@ async function upload(tenant: Tenant, content: string = randomUUID(), filename =
   return key;
 }
 
-interface Read { vendorName?: string | null; amount?: string | null; dateReadings?: string[]; currency?: string | null }
+interface Read {
+  vendorName?: string | null; amount?: string | null; dateReadings?: string[]; currency?: string | null;
+  vendorConfidence?: string; amountConfidence?: string; dateConfidence?: string;
+}
 
 /** A receipt stored and read, as extraction leaves it (processed; matching not run yet). */
 async function readReceipt(read: Read, tenant = t): Promise<string> {
@@ -161,6 +164,38 @@ describe("matching", () => {
     expect(await match(t, [weak, otherAmount, farDate, unread])).toEqual({ matched: 0, unmatched: 4 });
     expect(await call(h, t, SUGGEST, { id: weak }, "receiptMatchSuggestions")).toHaveLength(1);
     expect(await call(h, t, SUGGEST, { id: otherAmount }, "receiptMatchSuggestions")).toEqual([]);
+  });
+
+  it("a receipt with a low-confidence field asks more: a nearer name and the event within a day", async () => {
+    // "Green Leaf Market" against "GREENLEAF MKT 22": similarity 0.47, enough for a receipt read with confidence.
+    const sure = await event("GREENLEAF MKT 22", "41.10", "2026-08-10");
+    const sureId = await readReceipt({ vendorName: "Green Leaf Market", amount: "41.10", dateReadings: ["2026-08-10"],
+      vendorConfidence: "medium", amountConfidence: "high", dateConfidence: "medium" });
+    await event("GREENLEAF MKT 22", "41.20", "2026-08-10");
+    const guessedAmount = await readReceipt({ vendorName: "Green Leaf Market", amount: "41.20", dateReadings: ["2026-08-10"],
+      vendorConfidence: "medium", amountConfidence: "low", dateConfidence: "medium" });
+    // An exact name two days off: enough with a sure date, not with a mended one.
+    await event("PINE HARDWARE", "17.00", "2026-08-12");
+    const mendedDate = await readReceipt({ vendorName: "Pine Hardware", amount: "17.00", dateReadings: ["2026-08-10"],
+      vendorConfidence: "high", amountConfidence: "medium", dateConfidence: "low" });
+    const near = await event("PINE HARDWARE", "18.00", "2026-08-11");
+    const mendedNear = await readReceipt({ vendorName: "Pine Hardware", amount: "18.00", dateReadings: ["2026-08-10"],
+      vendorConfidence: "high", amountConfidence: "medium", dateConfidence: "low" });
+    expect(await match(t, [sureId, guessedAmount, mendedDate, mendedNear])).toEqual({ matched: 2, unmatched: 2 });
+    expect(await receipt(sureId)).toMatchObject({ matchStatus: "matched", event: { id: sure },
+      extraction: { vendorConfidence: "medium", amountConfidence: "high", dateConfidence: "medium" } });
+    expect(await receipt(guessedAmount)).toMatchObject({ matchStatus: "unmatched", extraction: { amountConfidence: "low" } });
+    expect(await receipt(mendedDate)).toMatchObject({ matchStatus: "unmatched" });
+    expect(await receipt(mendedNear)).toMatchObject({ matchStatus: "matched", event: { id: near } });
+    const { rows } = await h.owner.query("select id, match_details->'lowConfidence' low from app_public.receipts where id = any ($1::uuid[]) order by id",
+      [[sureId, guessedAmount, mendedDate]]);
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.low]))).toEqual({ [sureId]: [], [guessedAmount]: ["amount"], [mendedDate]: ["date"] });
+  });
+
+  it("a field's confidence is kept only beside its value, and an unknown one counts as low", async () => {
+    const id = await readReceipt({ vendorName: "Acme", amount: null, dateReadings: [], vendorConfidence: "certain",
+      amountConfidence: "high", dateConfidence: "high" });
+    expect((await receipt(id)).extraction).toEqual({ vendorConfidence: "low", amountConfidence: null, dateConfidence: null });
   });
 
   it("an ambiguous date under auto tries both readings, and receiptDate shows the one that matched", async () => {

@@ -1,8 +1,9 @@
 /**
  * Measures receipt extraction on the 30 real SROIE scans kept beside the project
- * (/work/shared/data/receipts_sroie, never committed): how often OCR finds the true total,
- * date and company at all (with and without the image clean-up), and how often extraction
- * picks them, from the images and from the dataset's own OCR text.
+ * (/work/shared/data/receipts_sroie, never committed): how often each OCR engine's text holds
+ * the true total, date and company at all, and how often extraction picks them, reading the
+ * images as the service does (paddle and tesseract together), with each engine alone, and from
+ * the dataset's own OCR text; with each engine's time per image.
  *
  *   npx tsx scripts/receipts/eval-sroie.ts [dir] [--verbose]
  */
@@ -11,7 +12,7 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { closeOcr, parseReceiptText, type ParsedReceipt } from "../../src/receipts/extraction/index.js";
-import { AS_SCANNED, ENLARGED_CONTRAST } from "../../src/receipts/extraction/images.js";
+import { AS_SCANNED, ENLARGED_CONTRAST, PADDLE } from "../../src/receipts/extraction/images.js";
 import { ocrImage } from "../../src/receipts/extraction/read.js";
 
 export const DEFAULT_DIR = "/work/shared/data/receipts_sroie";
@@ -38,26 +39,32 @@ export interface Tally {
   vendorPartial: number;
 }
 
+/** How the images were read: as the service reads them, or by one engine. */
+export const METHODS = ["paddle + tesseract (the service)", "tesseract, two readings (before)", "paddle alone"] as const;
+export type Method = (typeof METHODS)[number];
+
+export interface MethodResult {
+  all: Tally;
+  /**
+   * By half of the sample (halfOf: a fixed split by the id's hash): a change is made looking at
+   * the "tuning" half only; the "held-out" half is the figure to quote.
+   */
+  halves: Record<Half, Tally & { receipts: number }>;
+  /** How often each field was right for each confidence the extractor gave it. */
+  byConfidence: Record<"amount" | "date" | "vendor", Record<string, { right: number; wrong: number }>>;
+  /** Seconds of OCR per image, clean-up included. */
+  secondsPerImage: number;
+}
+
 export interface Report {
   receipts: number;
-  /** One reading of the image as scanned. */
-  ceilingWithoutCleanup: Tally;
-  /** One reading of the enlarged, contrast-stretched image. */
-  ceilingCleanupOnly: Tally;
-  /** Both readings together: what extraction reads. */
-  ceilingWithCleanup: Tally;
-  fromImages: Tally;
+  /** Per reading: in how many texts each field appears at all. */
+  ceilings: Record<string, Tally>;
+  methods: Record<Method, MethodResult>;
   fromDatasetOcr: Tally;
-  /**
-   * Extraction from the images by half of the sample (halfOf: a fixed split by the id's hash): a
-   * change is made looking at the "tuning" half only; the "held-out" half is the figure to quote.
-   */
-  fromImagesByHalf: Record<Half, Tally & { receipts: number }>;
-  /** From the images: how often the amount was right for each confidence the extractor gave it. */
-  amountByConfidence: Record<string, { right: number; wrong: number }>;
-  /** Seconds of OCR per image, both readings and clean-up included. */
-  ocrSecondsPerImage: number;
-  misses: { id: string; source: "image" | "dataset-ocr"; field: keyof Tally; expected: string; got: string }[];
+  /** Seconds per image of each engine's reading alone. */
+  engineSeconds: Record<string, number>;
+  misses: { id: string; source: string; field: keyof Tally; expected: string; got: string }[];
 }
 
 const squeeze = (s: string) => s.toUpperCase().replace(/\s+/g, "");
@@ -136,83 +143,131 @@ function add(into: Tally, more: Tally) {
   for (const key of Object.keys(more) as (keyof Tally)[]) into[key] += more[key];
 }
 
+function emptyMethod(): MethodResult {
+  return {
+    all: empty(),
+    halves: { tuning: { ...empty(), receipts: 0 }, "held-out": { ...empty(), receipts: 0 } },
+    byConfidence: { amount: {}, date: {}, vendor: {} },
+    secondsPerImage: 0,
+  };
+}
+
+async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
+  const started = performance.now();
+  const result = await work();
+  return [result, performance.now() - started];
+}
+
 export async function evaluateSroie(dir: string): Promise<Report> {
   const labels = JSON.parse(readFileSync(path.join(dir, "labels.json"), "utf8")) as Label[];
   const report: Report = {
     receipts: labels.length,
-    ceilingWithoutCleanup: empty(),
-    ceilingCleanupOnly: empty(),
-    ceilingWithCleanup: empty(),
-    fromImages: empty(),
+    ceilings: {},
+    methods: Object.fromEntries(METHODS.map((m) => [m, emptyMethod()])) as Record<Method, MethodResult>,
     fromDatasetOcr: empty(),
-    fromImagesByHalf: { tuning: { ...empty(), receipts: 0 }, "held-out": { ...empty(), receipts: 0 } },
-    amountByConfidence: {},
-    ocrSecondsPerImage: 0,
+    engineSeconds: {},
     misses: [],
   };
-  const noteMisses = (id: string, source: "image" | "dataset-ocr", tally: Tally, parsed: ParsedReceipt, label: Label) => {
+  const noteMisses = (id: string, source: string, tally: Tally, parsed: ParsedReceipt, label: Label) => {
     const got = { amount: parsed.amount, date: parsed.dateReadings.join("|"), vendor: parsed.vendorName, vendorPartial: null };
     const expected = { amount: label.total, date: label.dateIso, vendor: label.company, vendorPartial: null };
     for (const field of ["amount", "date", "vendor"] as const) {
       if (!tally[field]) report.misses.push({ id, source, field, expected: expected[field], got: String(got[field]) });
     }
   };
-  let ocrMs = 0;
+  const ms: Record<string, number> = {};
+  const addMs = (key: string, value: number) => (ms[key] = (ms[key] ?? 0) + value);
   for (const label of labels) {
     const bytes = readFileSync(path.join(dir, label.file));
-    const started = Date.now();
-    const asScanned = await ocrImage(bytes, "image/jpeg", [AS_SCANNED]);
-    const cleaned = await ocrImage(bytes, "image/jpeg", [ENLARGED_CONTRAST]);
-    ocrMs += Date.now() - started;
-    // The same text documentText() gives an image (its readings joined), without OCR'ing twice.
-    const text = `${asScanned}\n\n${cleaned}`;
-    add(report.ceilingWithoutCleanup, ceiling(asScanned, label));
-    add(report.ceilingCleanupOnly, ceiling(cleaned, label));
-    add(report.ceilingWithCleanup, ceiling(text, label));
-    const fromImage = parseReceiptText(text, { dateOrder: DATE_ORDER });
-    const imageTally = score(fromImage, label);
-    add(report.fromImages, imageTally);
-    const half = report.fromImagesByHalf[halfOf(label.id)];
-    add(half, imageTally);
-    half.receipts++;
-    const confidence = (report.amountByConfidence[fromImage.amountConfidence ?? "none"] ??= { right: 0, wrong: 0 });
-    if (imageTally.amount) confidence.right++;
-    else confidence.wrong++;
-    noteMisses(label.id, "image", imageTally, fromImage, label);
+    // The service's reading (ocrImage's defaults, as documentText reads an image), then each
+    // engine's alone, for their texts and times.
+    const [service, serviceMs] = await timed(() => ocrImage(bytes, "image/jpeg"));
+    const [paddle, paddleMs] = await timed(() => ocrImage(bytes, "image/jpeg", [PADDLE]));
+    const [asScanned, asScannedMs] = await timed(() => ocrImage(bytes, "image/jpeg", [AS_SCANNED]));
+    const [enlarged, enlargedMs] = await timed(() => ocrImage(bytes, "image/jpeg", [ENLARGED_CONTRAST]));
+    addMs("paddle", paddleMs);
+    addMs("tesseract, as scanned", asScannedMs);
+    addMs("tesseract, enlarged+contrast", enlargedMs);
+    const tesseract = `${asScanned}\n\n${enlarged}`;
+    const readings: Record<string, string> = {
+      "tesseract, as scanned": asScanned,
+      "tesseract, enlarged+contrast": enlarged,
+      "tesseract, both readings": tesseract,
+      paddle,
+      "paddle + tesseract (the service)": service,
+    };
+    for (const [name, text] of Object.entries(readings)) add((report.ceilings[name] ??= empty()), ceiling(text, label));
+    const texts: Record<Method, [string, number]> = {
+      "paddle + tesseract (the service)": [service, serviceMs],
+      "tesseract, two readings (before)": [tesseract, asScannedMs + enlargedMs],
+      "paddle alone": [paddle, paddleMs],
+    };
+    for (const method of METHODS) {
+      const [text, took] = texts[method];
+      const result = report.methods[method];
+      const parsed = parseReceiptText(text, { dateOrder: DATE_ORDER });
+      const tally = score(parsed, label);
+      add(result.all, tally);
+      const half = result.halves[halfOf(label.id)];
+      add(half, tally);
+      half.receipts++;
+      for (const [field, confidence] of [["amount", parsed.amountConfidence], ["date", parsed.dateConfidence], ["vendor", parsed.vendorConfidence]] as const) {
+        const counts = (result.byConfidence[field][confidence ?? "none"] ??= { right: 0, wrong: 0 });
+        if (tally[field]) counts.right++;
+        else counts.wrong++;
+      }
+      result.secondsPerImage += took / 1000 / labels.length;
+      noteMisses(label.id, method, tally, parsed, label);
+    }
 
     const datasetText = datasetOcrText(path.join(dir, "ocr", `${label.id}.txt`));
     const fromDataset = parseReceiptText(datasetText, { dateOrder: DATE_ORDER });
     const datasetTally = score(fromDataset, label);
     add(report.fromDatasetOcr, datasetTally);
-    noteMisses(label.id, "dataset-ocr", datasetTally, fromDataset, label);
+    noteMisses(label.id, "dataset OCR", datasetTally, fromDataset, label);
   }
-  report.ocrSecondsPerImage = Math.round(ocrMs / labels.length) / 1000;
+  for (const [engine, total] of Object.entries(ms)) report.engineSeconds[engine] = Math.round(total / labels.length) / 1000;
+  for (const method of METHODS) report.methods[method].secondsPerImage = Math.round(report.methods[method].secondsPerImage * 100) / 100;
   return report;
 }
 
-function printReport(report: Report, verbose: boolean) {
+const percent = (k: number, n: number) => `${((100 * k) / Math.max(1, n)).toFixed(0)}%`;
+
+/** The report as printed by this script and by eval:receipts. */
+export function sroieLines(report: Report, verbose = false): string[] {
   const n = report.receipts;
-  const pct = (k: number) => `${String(k).padStart(2)}/${n} ${((100 * k) / n).toFixed(0).padStart(3)}%`;
-  const row = (name: string, t: Tally) =>
-    console.log(`${name.padEnd(34)} ${pct(t.amount)}   ${pct(t.date)}   ${pct(t.vendor)}   ${pct(t.vendorPartial)}`);
-  console.log(`SROIE: ${n} scanned receipts, dates read day-first (DMY)\n`);
-  console.log(`${"".padEnd(34)} ${"amount".padEnd(11)}   ${"date".padEnd(11)}   ${"vendor".padEnd(11)}   vendor (first two words)`);
-  row("OCR ceiling, as scanned", report.ceilingWithoutCleanup);
-  row("OCR ceiling, enlarged+contrast", report.ceilingCleanupOnly);
-  row("OCR ceiling, both readings", report.ceilingWithCleanup);
-  row("extraction from images", report.fromImages);
-  row("extraction from dataset OCR text", report.fromDatasetOcr);
-  for (const half of ["tuning", "held-out"] as const) {
-    const t = report.fromImagesByHalf[half];
-    const share = (k: number) => `${String(k).padStart(2)}/${t.receipts} ${((100 * k) / Math.max(1, t.receipts)).toFixed(0).padStart(3)}%`;
-    console.log(`${`  from images, ${half} half`.padEnd(34)} ${share(t.amount)}   ${share(t.date)}   ${share(t.vendor)}   ${share(t.vendorPartial)}`);
+  const cell = (k: number, of = n) => `${String(k).padStart(2)}/${of} ${percent(k, of).padStart(4)}`;
+  const row = (name: string, t: Tally, of = n) =>
+    `${name.padEnd(44)} ${cell(t.amount, of)}   ${cell(t.date, of)}   ${cell(t.vendor, of)}   ${cell(t.vendorPartial, of)}`;
+  const lines = [
+    `SROIE: ${n} scanned receipts, dates read day-first (DMY)`,
+    "",
+    `${"".padEnd(44)} ${"amount".padEnd(10)}   ${"date".padEnd(10)}   ${"vendor".padEnd(10)}   vendor (first two words)`,
+    ...Object.entries(report.ceilings).map(([name, t]) => row(`OCR ceiling, ${name}`, t)),
+  ];
+  for (const method of METHODS) {
+    const result = report.methods[method];
+    lines.push(row(`extraction, ${method}`, result.all));
+    for (const half of ["tuning", "held-out"] as const) {
+      const t = result.halves[half];
+      lines.push(row(`  ${half} half`, t, t.receipts));
+    }
   }
-  console.log(`\namount by its confidence (images): ${Object.entries(report.amountByConfidence)
-    .map(([c, t]) => `${c} ${t.right}/${t.right + t.wrong} right`).join(", ")}`);
-  console.log(`OCR, both readings: ${report.ocrSecondsPerImage} s per image`);
+  lines.push(row("extraction from the dataset's OCR text", report.fromDatasetOcr), "");
+  for (const method of METHODS) {
+    const result = report.methods[method];
+    lines.push(`${method}: ${result.secondsPerImage} s per image`);
+    for (const [field, counts] of Object.entries(result.byConfidence)) {
+      const order = ["high", "medium", "low", "none"];
+      const cells = Object.entries(counts).sort(([a], [b]) => order.indexOf(a) - order.indexOf(b));
+      lines.push(`  ${field} right, by the confidence given: ${cells.map(([c, t]) => `${c} ${t.right}/${t.right + t.wrong}`).join(", ")}`);
+    }
+  }
+  lines.push(`each engine's reading alone: ${Object.entries(report.engineSeconds).map(([e, s]) => `${e} ${s} s`).join(", ")} per image`);
   if (verbose) {
-    for (const m of report.misses) console.log(`miss ${m.source.padEnd(11)} ${m.id} ${m.field.padEnd(6)} expected ${m.expected} got ${m.got}`);
+    for (const m of report.misses) lines.push(`miss ${m.source.padEnd(34)} ${m.id} ${m.field.padEnd(6)} expected ${m.expected} got ${m.got}`);
   }
+  return lines;
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
@@ -222,7 +277,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.ar
     process.exit(0);
   }
   try {
-    printReport(await evaluateSroie(dir), process.argv.includes("--verbose"));
+    for (const line of sroieLines(await evaluateSroie(dir), process.argv.includes("--verbose"))) console.log(line);
   } finally {
     await closeOcr();
   }

@@ -30,7 +30,7 @@ import pg from "pg";
 import { benchDatabase, benchServerUrl } from "../../bench/support.ts";
 import { closeOcr } from "../../src/receipts/extraction/index.js";
 import { generateCorpus, type Corpus, type CorpusReceipt } from "./corpus.ts";
-import { evaluateSroie, type Report as SroieReport, type Tally } from "./eval-sroie.ts";
+import { evaluateSroie, METHODS, type Report as SroieReport, sroieLines, type Tally } from "./eval-sroie.ts";
 import { accuracyByKind, extractCorpus, FIELDS, pct, scoreExtraction, type Extracted } from "./eval/extraction.ts";
 import {
   currentThresholds, loadForMatching, runMatching, scoreByScenario, scoreLinks, simulate,
@@ -171,33 +171,18 @@ function printMatching(corpus: Corpus, items: Extracted[], loaded: Loaded, links
 }
 
 function printSroie(report: SroieReport): string[] {
+  console.log(`\n## SROIE (${report.receipts} real scans)\n`);
+  for (const line of sroieLines(report)) console.log(line);
   const n = report.receipts;
-  const cell = (k: number) => `${String(k).padStart(2)}/${n} ${pct(k, n).padStart(6)}`;
-  const row = (name: string, t: Tally) => `${name.padEnd(34)} ${cell(t.amount)}   ${cell(t.date)}   ${cell(t.vendor)}   ${cell(t.vendorPartial)}`;
-  console.log(`\n## SROIE (${n} real scans, dates day-first)\n`);
-  console.log(`${"".padEnd(34)} ${"amount".padEnd(12)}   ${"date".padEnd(12)}   ${"vendor".padEnd(12)}   vendor (first two words)`);
-  const lines = [
-    row("OCR ceiling, as scanned", report.ceilingWithoutCleanup),
-    row("OCR ceiling, both readings", report.ceilingWithCleanup),
-    row("extraction from images", report.fromImages),
-    row("extraction from dataset OCR text", report.fromDatasetOcr),
-  ];
-  for (const l of lines) console.log(l);
-  const heldOut = report.fromImagesByHalf["held-out"];
-  const m = heldOut.receipts;
-  const calibration = Object.entries(report.amountByConfidence).map(([c, t]) => `${c} ${t.right}/${t.right + t.wrong} right`).join(", ");
-  console.log(`from images, the held-out half (${m} scans, halfOf in eval-sroie.ts): amount ${pct(heldOut.amount, m)}, ` +
-    `date ${pct(heldOut.date, m)}, vendor ${pct(heldOut.vendor, m)}`);
-  console.log(`amount by its confidence (images): ${calibration}`);
-  console.log(`OCR: ${report.ocrSecondsPerImage} s per image (both readings)`);
-  const short = (t: Tally, k = n) => `amount ${pct(t.amount, k)}, date ${pct(t.date, k)}, vendor ${pct(t.vendor, k)} (first two words ${pct(t.vendorPartial, k)})`;
-  return [
-    `SROIE (${n} scans): OCR ceiling ${short(report.ceilingWithCleanup)}`,
-    `  from images: ${short(report.fromImages)}`,
-    `  from images, held-out half (${m}): ${short(heldOut, m)}`,
-    `  amount by its confidence (images): ${calibration}`,
-    `  from dataset OCR text: ${short(report.fromDatasetOcr)}`,
-  ];
+  const short = (t: Tally, k = n) => `amount ${pct(t.amount, k)}, date ${pct(t.date, k)}, vendor ${pct(t.vendor, k)}`;
+  const summary = [`SROIE (${n} scans): OCR ceiling ${short(report.ceilings["paddle + tesseract (the service)"])}`];
+  for (const method of METHODS) {
+    const { all, halves, secondsPerImage } = report.methods[method];
+    const heldOut = halves["held-out"];
+    summary.push(`  ${method}: ${short(all)}; held-out half (${heldOut.receipts}): ${short(heldOut, heldOut.receipts)}; ${secondsPerImage} s per image`);
+  }
+  summary.push(`  from the dataset's OCR text: ${short(report.fromDatasetOcr)}`);
+  return summary;
 }
 
 async function main() {

@@ -52,7 +52,7 @@ export async function extractCorpus(
       extraction = await extractReceipt({ bytes, contentType: receipt.contentType, dateOrder: receipt.dateOrder });
     } catch (e) {
       error = (e as Error).message;
-      extraction = { vendorName: null, amount: null, amountConfidence: null, currency: null, dateReadings: [], text: "", method: "text" };
+      extraction = { vendorName: null, vendorConfidence: null, amount: null, amountConfidence: null, currency: null, dateReadings: [], dateConfidence: null, text: "", method: "text" };
     }
     const item: Extracted = {
       receipt, extraction, ms: performance.now() - started, error,

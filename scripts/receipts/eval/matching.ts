@@ -15,6 +15,9 @@ export interface ExtractedFields {
   amount: string | null;
   currency: string | null;
   dateReadings: string[];
+  vendorConfidence?: string | null;
+  amountConfidence?: string | null;
+  dateConfidence?: string | null;
   text?: string;
   method?: string;
 }
@@ -42,8 +45,11 @@ export interface Loaded {
   eventCorpusId: Map<string, string>;
   /** Corpus receipt id → database id. */
   receiptUuid: Map<string, string>;
-  /** Per organization, its receipts (database ids) in match_receipts' order, with their candidates. */
-  queues: { org: string; receipts: { uuid: string; corpusId: string; candidates: Candidate[] }[] }[];
+  /** Per organization, its receipts (database ids) in match_receipts' order, with their candidates
+   * and whether a field read with low confidence makes a link ask more (receipt_match_strict_thresholds). */
+  queues: { org: string; receipts: { uuid: string; corpusId: string; candidates: Candidate[]; asksMore: boolean }[] }[];
+  /** What a link asks of such a receipt. */
+  strict: { minSimilarity: number; maxDayDistance: number };
 }
 
 export interface LoadOptions {
@@ -66,7 +72,11 @@ const f32 = Math.fround;
 
 /** match_receipts' rule: the best candidate (similarity desc, day distance, date, id) is linked
  * when its similarity reaches minSimilarity and it leads the runner-up by minLead. */
-export function decide(candidates: Candidate[], minSimilarity: number, minLead: number): string | null {
+export function decide(
+  candidates: Candidate[], minSimilarity: number, minLead: number,
+  strict?: { minSimilarity: number; maxDayDistance: number },
+): string | null {
+  if (strict) minSimilarity = Math.max(minSimilarity, strict.minSimilarity);
   const sorted = [...candidates].sort(
     (a, b) => b.similarity - a.similarity || a.dayDistance - b.dayDistance || cmp(a.transactionDate, b.transactionDate) || cmp(a.eventId, b.eventId),
   );
@@ -74,6 +84,7 @@ export function decide(candidates: Candidate[], minSimilarity: number, minLead: 
   if (!best) return null;
   const runnerUp = sorted.find((c) => c.eventId !== best.eventId);
   if (!(f32(best.similarity) >= f32(minSimilarity))) return null;
+  if (strict && best.dayDistance > strict.maxDayDistance) return null;
   if (runnerUp && !(f32(f32(best.similarity) - f32(runnerUp.similarity)) >= f32(minLead))) return null;
   return best.eventId;
 }
@@ -129,6 +140,7 @@ export async function loadForMatching(db: pg.Pool, corpus: Corpus, inputs: Match
     [inputs.map((i) => receiptUuid.get(i.receipt.id)), inputs.map((i) => JSON.stringify({
       vendorName: i.extraction.vendorName, amount: i.extraction.amount, currency: i.extraction.currency,
       dateReadings: i.extraction.dateReadings, text: i.extraction.text ?? "", method: i.extraction.method ?? "text",
+      vendorConfidence: i.extraction.vendorConfidence, amountConfidence: i.extraction.amountConfidence, dateConfidence: i.extraction.dateConfidence,
     }))],
   );
 
@@ -141,9 +153,9 @@ export async function loadForMatching(db: pg.Pool, corpus: Corpus, inputs: Match
     for (const org of orgs.values()) {
       await client.query("begin");
       await client.query("select app_private.scope_organization($1)", [org]);
-      const { rows } = await client.query<{ receipt_id: string; event_id: string | null; similarity: string | null; day_distance: number | null; transaction_date: string | null }>(
-        `select r.id receipt_id, c.event_id, c.similarity::text, c.day_distance, to_char(c.transaction_date, 'YYYY-MM-DD') transaction_date
-           from (select x.id, x.uploaded_at from app_public.receipts x
+      const { rows } = await client.query<{ receipt_id: string; asks_more: boolean; event_id: string | null; similarity: string | null; day_distance: number | null; transaction_date: string | null }>(
+        `select r.id receipt_id, r.asks_more, c.event_id, c.similarity::text, c.day_distance, to_char(c.transaction_date, 'YYYY-MM-DD') transaction_date
+           from (select x.id, x.uploaded_at, app_private.receipt_low_confidence_fields(x) <> '{}' asks_more from app_public.receipts x
                   where x.organization_id = $1 and x.status = 'processed' and x.event_id is null) r
            left join lateral app_private.receipt_candidates(r.id) c on true
           order by r.uploaded_at, r.id, c.similarity desc, c.day_distance, c.transaction_date, c.event_id`,
@@ -153,7 +165,9 @@ export async function loadForMatching(db: pg.Pool, corpus: Corpus, inputs: Match
       const list: Loaded["queues"][number]["receipts"] = [];
       for (const row of rows) {
         let last = list[list.length - 1];
-        if (!last || last.uuid !== row.receipt_id) list.push((last = { uuid: row.receipt_id, corpusId: corpusIdOf.get(row.receipt_id)!, candidates: [] }));
+        if (!last || last.uuid !== row.receipt_id) {
+          list.push((last = { uuid: row.receipt_id, corpusId: corpusIdOf.get(row.receipt_id)!, candidates: [], asksMore: row.asks_more }));
+        }
         if (row.event_id) last.candidates.push({ eventId: row.event_id, similarity: Number(row.similarity), dayDistance: row.day_distance!, transactionDate: row.transaction_date! });
       }
       queues.push({ org, receipts: list });
@@ -164,7 +178,8 @@ export async function loadForMatching(db: pg.Pool, corpus: Corpus, inputs: Match
   } finally {
     client.release();
   }
-  return { orgs, eventUuid, eventCorpusId, receiptUuid, queues };
+  const { rows: [strict] } = await db.query<{ s: number; d: number }>("select min_similarity s, max_day_distance d from app_private.receipt_match_strict_thresholds()");
+  return { orgs, eventUuid, eventCorpusId, receiptUuid, queues, strict: { minSimilarity: strict!.s, maxDayDistance: strict!.d } };
 }
 
 /** The links match_receipts would make with these thresholds: receipts in its order, an event
@@ -174,7 +189,7 @@ export function simulate(loaded: Loaded, minSimilarity: number, minLead: number)
   for (const q of loaded.queues) {
     const taken = new Set<string>();
     for (const r of q.receipts) {
-      const event = decide(r.candidates.filter((c) => !taken.has(c.eventId)), minSimilarity, minLead);
+      const event = decide(r.candidates.filter((c) => !taken.has(c.eventId)), minSimilarity, minLead, r.asksMore ? loaded.strict : undefined);
       if (event) taken.add(event);
       links.set(r.corpusId, event ? loaded.eventCorpusId.get(event)! : null);
     }

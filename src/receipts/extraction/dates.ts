@@ -1,6 +1,6 @@
 import { mendDigits } from "./lines.js";
 import { allMatches } from "./matches.js";
-import type { DateOrder } from "./types.js";
+import type { DateOrder, FieldConfidence } from "./types.js";
 
 /** A date written on a receipt, with every calendar reading it allows. */
 export interface DateMention {
@@ -9,6 +9,8 @@ export interface DateMention {
   end: number;
   /** YYYY-MM-DD, the day-first reading first when day and month could be swapped. */
   readings: { iso: string; order: "DMY" | "MDY" | "any" }[];
+  /** Mended from OCR's broken digits (reconciledDates): a guess, however careful. */
+  repaired?: true;
 }
 
 const MONTHS = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"];
@@ -147,7 +149,7 @@ export function reconciledDates(lines: string[]): DateMention[] {
         const readings = numericReadings(merged.slice(0, 2), merged.slice(2, 4), merged.slice(4));
         if (readings.length > 0) valid.push(readings);
       }
-      if (valid.length === 1) found.push({ line: a.line, start: a.start, end: a.end, readings: valid[0] });
+      if (valid.length === 1) found.push({ line: a.line, start: a.start, end: a.end, readings: valid[0], repaired: true });
     }
   }
   if (found.length > 0) return found;
@@ -166,7 +168,7 @@ export function reconciledDates(lines: string[]): DateMention[] {
       const readings = numericReadings(merged.slice(0, 2), merged.slice(2, 4), merged.slice(4));
       if (readings.length > 0) valid.push(readings);
     }
-    if (valid.length === 1) found.push({ line: a.line, start: a.start, end: a.end, readings: valid[0] });
+    if (valid.length === 1) found.push({ line: a.line, start: a.start, end: a.end, readings: valid[0], repaired: true });
   }
   return found;
 }
@@ -186,9 +188,9 @@ const TIME_REACH = 16;
  * otherwise the first plausible date. An ambiguous day/month gives both readings under "auto",
  * ordered by the order the receipt's unambiguous dates show (day-first when none do).
  */
-export function receiptDateReadings(lines: string[], order: DateOrder): string[] {
+export function receiptDate(lines: string[], order: DateOrder): { readings: string[]; confidence: FieldConfidence | null } {
   const mentions = [...lines.flatMap((line, index) => datesInLine(line, index)), ...reconciledDates(lines)];
-  if (mentions.length === 0) return [];
+  if (mentions.length === 0) return { readings: [], confidence: null };
   // What a line says is read once per line, not once per date on it (a line of thousands).
   const perLine = <T>(read: (index: number) => T) => {
     const known = new Map<number, T>();
@@ -216,7 +218,16 @@ export function receiptDateReadings(lines: string[], order: DateOrder): string[]
       [chosen, chosenRank] = [d, r];
     }
   }
-  const { readings } = chosen;
+  // Confirmed when another line (the other OCR reading, a second print of the date) reads the
+  // same day: one misread digit seldom repeats. A mended or unlabelled, untimed date is a guess.
+  const same = (d: DateMention) => d.line !== chosen.line && d.readings.some((r) => r.iso === chosen.readings[0].iso);
+  const confirmed = mentions.some((d) => !d.repaired && same(d));
+  const confidence: FieldConfidence =
+    chosen.repaired || (chosenRank >= 2 && !confirmed) ? "low" : chosenRank <= 1 && confirmed ? "high" : "medium";
+  return { readings: orderedReadings(chosen, mentions, order), confidence };
+}
+
+function orderedReadings({ readings }: DateMention, mentions: DateMention[], order: DateOrder): string[] {
   if (readings.length === 1) return [readings[0].iso];
   if (order !== "auto") return readings.filter((r) => r.order === order).map((r) => r.iso);
   const evidence = mentions.flatMap((d) => (d.readings.length === 1 ? [d.readings[0].order] : []));

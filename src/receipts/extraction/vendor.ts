@@ -1,3 +1,5 @@
+import type { FieldConfidence } from "./types.js";
+
 /**
  * The business name: usually among the first lines, but those also hold logo noise read as
  * letters, titles ("TAX INVOICE"), addresses, phone and registration numbers, URLs and dates.
@@ -202,22 +204,28 @@ function withoutClosingParenthesis(line: string): string {
 /** E-mailed receipts name the shop in a sentence: "Thanks for your order from X!". */
 const NAMED_IN_SENTENCE = /\b(?:receipt|order|purchase|invoice|payment|visit|shopping)\s+(?:from|at|with)\s+(.{3,60}?\.?)(?:[!,:;]|\.?\s*$|\.\s|\s+-|\s+here\b|\s+is\b)/i;
 
-export function findVendor(lines: string[]): string | null {
+/**
+ * The shop's name: one named in a sentence near the top, else the line that reads most like a
+ * business name among the first few. `high` when it is registered (ends with its legal form),
+ * read alike by both OCR readings, or named in a sentence; `medium` otherwise.
+ */
+export function findVendor(lines: string[]): { name: string; confidence: FieldConfidence } | null {
   for (const line of lines.slice(0, LOOKED_AT)) {
     const named = NAMED_IN_SENTENCE.exec(line)?.[1];
-    if (named && nameScore(named) > 1) return cleanVendorName(named);
+    if (named && nameScore(named) > 1) return { name: cleanVendorName(named), confidence: "high" };
   }
   // An image's two OCR readings both print the name; logo noise seldom reads alike twice.
   const key = (text: string) => cleanVendorName(text).toLowerCase().replace(/[^\p{L}\p{N}]/gu, "");
   const seen = new Map<string, number>();
   for (const line of lines) seen.set(key(line), (seen.get(key(line)) ?? 0) + 1);
-  let best: { name: string; score: number } | null = null;
+  let best: { name: string; score: number; repeated: boolean } | null = null;
   for (let i = 0; i < Math.min(lines.length, LOOKED_AT); i++) {
     const line = withContinuation(lines, i);
     // Nearer the top is likelier; a business word can outweigh a few lines of distance.
-    const repeated = (seen.get(key(lines[i])) ?? 0) > 1 ? REPEATED_BONUS : 0;
-    const score = nameScore(line) - 0.6 * i + repeated;
-    if (score > (best?.score ?? -Infinity)) best = { name: cleanVendorName(line), score };
+    const repeated = (seen.get(key(lines[i])) ?? 0) > 1;
+    const score = nameScore(line) - 0.6 * i + (repeated ? REPEATED_BONUS : 0);
+    if (score > (best?.score ?? -Infinity)) best = { name: cleanVendorName(line), score, repeated };
   }
-  return best && best.score > 1 ? best.name : null;
+  if (!best || best.score <= 1) return null;
+  return { name: best.name, confidence: best.repeated || LEGAL_ENDING.test(best.name) ? "high" : "medium" };
 }
