@@ -2322,8 +2322,8 @@ begin
   loop
     linked := false; n_candidates := 0; best_event := null; best_similarity := null; runner_up_similarity := null;
     low_fields := app_private.receipt_low_confidence_fields(r);
-    min_similarity := case when low_fields = '{}' then t.min_similarity else greatest(t.min_similarity, s.min_similarity) end;
-    max_distance := case when low_fields = '{}' then null else s.max_day_distance end;
+    min_similarity := case when low_fields && array['amount', 'date'] then greatest(t.min_similarity, s.min_similarity) else t.min_similarity end;
+    max_distance := case when 'vendor' = any (low_fields) then s.max_day_distance end;
     -- The candidates once, best first: the first two decide.
     for c in select * from app_private.receipt_candidates(r.id) loop
       n_candidates := n_candidates + 1;

@@ -317,6 +317,8 @@ describe("how far each field can be trusted", () => {
     expect(parse(labelled, "DMY").dateConfidence).toBe("medium");
     expect(parse(`${labelled}\n\n${labelled}`, "DMY").dateConfidence).toBe("high");
     expect(parse("SHOP\n14/03/2023\nTotal 5.00", "DMY").dateConfidence).toBe("low");
+    // A timestamp counts however it is joined: "at 9:08 AM" (email receipts), "14:32".
+    expect(parse("SHOP\nNotes 01/02/23\n29/09/23 at 9:08 AM\nTotal 5.00", "DMY")).toMatchObject({ dateReadings: ["2023-09-29"], dateConfidence: "medium" });
     // Both readings broke the date differently; the digit-by-digit merge is a repair.
     const mended = parse("SHOP\nDate: 05/85/2023\nTotal 5.00\n\nSHOP\nDate: 95/05/2023\nTotal 5.00", "DMY");
     expect(mended).toMatchObject({ dateReadings: ["2023-05-05"], dateConfidence: "low" });

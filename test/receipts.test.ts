@@ -166,30 +166,34 @@ describe("matching", () => {
     expect(await call(h, t, SUGGEST, { id: otherAmount }, "receiptMatchSuggestions")).toEqual([]);
   });
 
-  it("a receipt with a low-confidence field asks more: a nearer name and the event within a day", async () => {
+  it("a receipt with a low-confidence field asks more: a guessed total or a doubtful date a nearer name, a vendor from the sender the event within a day", async () => {
+    const conf = (low: string[]) => ({ vendorConfidence: low.includes("vendor") ? "low" : "medium",
+      amountConfidence: low.includes("amount") ? "low" : "high", dateConfidence: low.includes("date") ? "low" : "medium" });
     // "Green Leaf Market" against "GREENLEAF MKT 22": similarity 0.47, enough for a receipt read with confidence.
     const sure = await event("GREENLEAF MKT 22", "41.10", "2026-08-10");
-    const sureId = await readReceipt({ vendorName: "Green Leaf Market", amount: "41.10", dateReadings: ["2026-08-10"],
-      vendorConfidence: "medium", amountConfidence: "high", dateConfidence: "medium" });
+    const sureId = await readReceipt({ vendorName: "Green Leaf Market", amount: "41.10", dateReadings: ["2026-08-10"], ...conf([]) });
     await event("GREENLEAF MKT 22", "41.20", "2026-08-10");
-    const guessedAmount = await readReceipt({ vendorName: "Green Leaf Market", amount: "41.20", dateReadings: ["2026-08-10"],
-      vendorConfidence: "medium", amountConfidence: "low", dateConfidence: "medium" });
-    // An exact name two days off: enough with a sure date, not with a mended one.
+    const guessedAmount = await readReceipt({ vendorName: "Green Leaf Market", amount: "41.20", dateReadings: ["2026-08-10"], ...conf(["amount"]) });
+    await event("GREENLEAF MKT 22", "41.30", "2026-08-10");
+    const doubtfulDate = await readReceipt({ vendorName: "Green Leaf Market", amount: "41.30", dateReadings: ["2026-08-10"], ...conf(["date"]) });
+    // The exact name two days off: enough for a name the receipt prints, not for one from the sender.
     await event("PINE HARDWARE", "17.00", "2026-08-12");
-    const mendedDate = await readReceipt({ vendorName: "Pine Hardware", amount: "17.00", dateReadings: ["2026-08-10"],
-      vendorConfidence: "high", amountConfidence: "medium", dateConfidence: "low" });
+    const fromSender = await readReceipt({ vendorName: "Pine Hardware", amount: "17.00", dateReadings: ["2026-08-10"], ...conf(["vendor"]) });
     const near = await event("PINE HARDWARE", "18.00", "2026-08-11");
-    const mendedNear = await readReceipt({ vendorName: "Pine Hardware", amount: "18.00", dateReadings: ["2026-08-10"],
-      vendorConfidence: "high", amountConfidence: "medium", dateConfidence: "low" });
-    expect(await match(t, [sureId, guessedAmount, mendedDate, mendedNear])).toEqual({ matched: 2, unmatched: 2 });
+    const fromSenderNear = await readReceipt({ vendorName: "Pine Hardware", amount: "18.00", dateReadings: ["2026-08-10"], ...conf(["vendor"]) });
+    const printed = await event("PINE HARDWARE", "19.00", "2026-08-12");
+    const printedFar = await readReceipt({ vendorName: "Pine Hardware", amount: "19.00", dateReadings: ["2026-08-10"], ...conf(["date"]) });
+    expect(await match(t, [sureId, guessedAmount, doubtfulDate, fromSender, fromSenderNear, printedFar])).toEqual({ matched: 3, unmatched: 3 });
     expect(await receipt(sureId)).toMatchObject({ matchStatus: "matched", event: { id: sure },
       extraction: { vendorConfidence: "medium", amountConfidence: "high", dateConfidence: "medium" } });
     expect(await receipt(guessedAmount)).toMatchObject({ matchStatus: "unmatched", extraction: { amountConfidence: "low" } });
-    expect(await receipt(mendedDate)).toMatchObject({ matchStatus: "unmatched" });
-    expect(await receipt(mendedNear)).toMatchObject({ matchStatus: "matched", event: { id: near } });
-    const { rows } = await h.owner.query("select id, match_details->'lowConfidence' low from app_public.receipts where id = any ($1::uuid[]) order by id",
-      [[sureId, guessedAmount, mendedDate]]);
-    expect(Object.fromEntries(rows.map((r) => [r.id, r.low]))).toEqual({ [sureId]: [], [guessedAmount]: ["amount"], [mendedDate]: ["date"] });
+    expect(await receipt(doubtfulDate)).toMatchObject({ matchStatus: "unmatched" });
+    expect(await receipt(fromSender)).toMatchObject({ matchStatus: "unmatched" });
+    expect(await receipt(fromSenderNear)).toMatchObject({ matchStatus: "matched", event: { id: near } });
+    expect(await receipt(printedFar)).toMatchObject({ matchStatus: "matched", event: { id: printed } });
+    const { rows } = await h.owner.query("select id, match_details->'lowConfidence' low from app_public.receipts where id = any ($1::uuid[])",
+      [[sureId, guessedAmount, fromSender]]);
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.low]))).toEqual({ [sureId]: [], [guessedAmount]: ["amount"], [fromSender]: ["vendor"] });
   });
 
   it("a field's confidence is kept only beside its value, and an unknown one counts as low", async () => {

@@ -46,8 +46,8 @@ export interface Loaded {
   /** Corpus receipt id → database id. */
   receiptUuid: Map<string, string>;
   /** Per organization, its receipts (database ids) in match_receipts' order, with their candidates
-   * and whether a field read with low confidence makes a link ask more (receipt_match_strict_thresholds). */
-  queues: { org: string; receipts: { uuid: string; corpusId: string; candidates: Candidate[]; asksMore: boolean }[] }[];
+   * and the fields read with low confidence (a link then asks more: receipt_match_strict_thresholds). */
+  queues: { org: string; receipts: { uuid: string; corpusId: string; candidates: Candidate[]; lowConfidence: string[] }[] }[];
   /** What a link asks of such a receipt. */
   strict: { minSimilarity: number; maxDayDistance: number };
 }
@@ -74,9 +74,11 @@ const f32 = Math.fround;
  * when its similarity reaches minSimilarity and it leads the runner-up by minLead. */
 export function decide(
   candidates: Candidate[], minSimilarity: number, minLead: number,
-  strict?: { minSimilarity: number; maxDayDistance: number },
+  lowConfidence: string[] = [], strict?: { minSimilarity: number; maxDayDistance: number },
 ): string | null {
-  if (strict) minSimilarity = Math.max(minSimilarity, strict.minSimilarity);
+  const asksNearerName = strict && lowConfidence.some((f) => f === "amount" || f === "date");
+  const maxDayDistance = strict && lowConfidence.includes("vendor") ? strict.maxDayDistance : Infinity;
+  if (asksNearerName) minSimilarity = Math.max(minSimilarity, strict.minSimilarity);
   const sorted = [...candidates].sort(
     (a, b) => b.similarity - a.similarity || a.dayDistance - b.dayDistance || cmp(a.transactionDate, b.transactionDate) || cmp(a.eventId, b.eventId),
   );
@@ -84,7 +86,7 @@ export function decide(
   if (!best) return null;
   const runnerUp = sorted.find((c) => c.eventId !== best.eventId);
   if (!(f32(best.similarity) >= f32(minSimilarity))) return null;
-  if (strict && best.dayDistance > strict.maxDayDistance) return null;
+  if (best.dayDistance > maxDayDistance) return null;
   if (runnerUp && !(f32(f32(best.similarity) - f32(runnerUp.similarity)) >= f32(minLead))) return null;
   return best.eventId;
 }
@@ -153,9 +155,9 @@ export async function loadForMatching(db: pg.Pool, corpus: Corpus, inputs: Match
     for (const org of orgs.values()) {
       await client.query("begin");
       await client.query("select app_private.scope_organization($1)", [org]);
-      const { rows } = await client.query<{ receipt_id: string; asks_more: boolean; event_id: string | null; similarity: string | null; day_distance: number | null; transaction_date: string | null }>(
-        `select r.id receipt_id, r.asks_more, c.event_id, c.similarity::text, c.day_distance, to_char(c.transaction_date, 'YYYY-MM-DD') transaction_date
-           from (select x.id, x.uploaded_at, app_private.receipt_low_confidence_fields(x) <> '{}' asks_more from app_public.receipts x
+      const { rows } = await client.query<{ receipt_id: string; low_confidence: string[]; event_id: string | null; similarity: string | null; day_distance: number | null; transaction_date: string | null }>(
+        `select r.id receipt_id, r.low_confidence, c.event_id, c.similarity::text, c.day_distance, to_char(c.transaction_date, 'YYYY-MM-DD') transaction_date
+           from (select x.id, x.uploaded_at, app_private.receipt_low_confidence_fields(x) low_confidence from app_public.receipts x
                   where x.organization_id = $1 and x.status = 'processed' and x.event_id is null) r
            left join lateral app_private.receipt_candidates(r.id) c on true
           order by r.uploaded_at, r.id, c.similarity desc, c.day_distance, c.transaction_date, c.event_id`,
@@ -166,7 +168,7 @@ export async function loadForMatching(db: pg.Pool, corpus: Corpus, inputs: Match
       for (const row of rows) {
         let last = list[list.length - 1];
         if (!last || last.uuid !== row.receipt_id) {
-          list.push((last = { uuid: row.receipt_id, corpusId: corpusIdOf.get(row.receipt_id)!, candidates: [], asksMore: row.asks_more }));
+          list.push((last = { uuid: row.receipt_id, corpusId: corpusIdOf.get(row.receipt_id)!, candidates: [], lowConfidence: row.low_confidence }));
         }
         if (row.event_id) last.candidates.push({ eventId: row.event_id, similarity: Number(row.similarity), dayDistance: row.day_distance!, transactionDate: row.transaction_date! });
       }
@@ -189,7 +191,7 @@ export function simulate(loaded: Loaded, minSimilarity: number, minLead: number)
   for (const q of loaded.queues) {
     const taken = new Set<string>();
     for (const r of q.receipts) {
-      const event = decide(r.candidates.filter((c) => !taken.has(c.eventId)), minSimilarity, minLead, r.asksMore ? loaded.strict : undefined);
+      const event = decide(r.candidates.filter((c) => !taken.has(c.eventId)), minSimilarity, minLead, r.lowConfidence, loaded.strict);
       if (event) taken.add(event);
       links.set(r.corpusId, event ? loaded.eventCorpusId.get(event)! : null);
     }

@@ -178,8 +178,8 @@ const DATE_LABEL = /\b(date|dated|dt|tarikh|datum|fecha)\b/i;
 /** Dates that are not the purchase's: expiry, validity, due or birth dates. */
 const OTHER_DATE = /\b(exp(iry|ires?)?|valid|due|until|before|birth|dob|best|use by)\b/i;
 
-/** A clock time right after a date, and one right before it (both at most 16 characters long: TIME_REACH). */
-const TIME_AFTER = /^\W{0,3}(\d{1,2}:\d{2}|\d{1,2}\.\d{2}\s?[ap]m)/i;
+/** A clock time right after a date ("14:32", "at 9:08 AM"), and one right before it (both at most 16 characters long: TIME_REACH). */
+const TIME_AFTER = /^\W{0,3}(?:at\s|@\s?)?(\d{1,2}:\d{2}|\d{1,2}\.\d{2}\s?[ap]m)/i;
 const TIME_BEFORE = /\d{1,2}:\d{2}(:\d{2})?\s?([ap]\.?m\.?)?\W{0,3}$/i;
 const TIME_REACH = 16;
 

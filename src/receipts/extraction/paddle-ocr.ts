@@ -1,4 +1,4 @@
-import Ocr from "@gutenye/ocr-node";
+import type Ocr from "@gutenye/ocr-node";
 
 /**
  * The second OCR engine: PaddleOCR's PP-OCRv4 detection and recognition models, shipped in an
@@ -21,12 +21,14 @@ let engine: Promise<Engine> | undefined;
 let queue: Promise<unknown> = Promise.resolve();
 
 function paddleEngine(): Promise<Engine> {
-  engine ??= Ocr.create({ onnxOptions: { intraOpNumThreads: THREADS, interOpNumThreads: 1 } } as Parameters<typeof Ocr.create>[0]).catch(
-    (error: unknown) => {
+  // Imported on first use: the package loads onnxruntime and a 10 MB build of OpenCV, which the
+  // API process (it imports the parser, never the engine) must not carry.
+  engine ??= import("@gutenye/ocr-node")
+    .then(({ default: ocr }) => ocr.create({ onnxOptions: { intraOpNumThreads: THREADS, interOpNumThreads: 1 } } as Parameters<typeof Ocr.create>[0]))
+    .catch((error: unknown) => {
       engine = undefined;
       throw error;
-    },
-  );
+    });
   return engine;
 }
 
@@ -44,12 +46,13 @@ async function recogniseNow(image: Buffer, deadlineMs: number): Promise<string> 
   const ocr = await paddleEngine();
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    // onnxruntime cannot be interrupted; the sandbox's deadline kills the whole reader if it
-    // never returns. Permanent: the same image would take as long again.
-    timer = setTimeout(
-      () => reject(Object.assign(new Error(`OCR took longer than ${deadlineMs / 1000} s; the image was given up.`), { permanent: true })),
-      deadlineMs,
-    );
+    // onnxruntime cannot be interrupted: the engine may go on with this image, so the reader
+    // process holding it is replaced (engineBusy; sandbox/child.ts). Permanent: the same image
+    // would take as long again.
+    timer = setTimeout(() => {
+      engine = undefined;
+      reject(Object.assign(new Error(`OCR took longer than ${deadlineMs / 1000} s; the image was given up.`), { permanent: true, engineBusy: true }));
+    }, deadlineMs);
   });
   try {
     const lines = await Promise.race([ocr.detect(image as never), timeout]);

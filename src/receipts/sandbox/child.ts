@@ -31,6 +31,7 @@ process.on("message", (message: ReaderRequest) => {
     (result) => send({ type: "result", id, result, rss: process.memoryUsage().rss }),
     (error: unknown) => send({
       type: "error", id, rss: process.memoryUsage().rss,
+      retire: (error as { engineBusy?: unknown } | null)?.engineBusy === true,
       error: {
         message: error instanceof Error ? error.message : String(error),
         // A document that overflows the stack or an array's length would do so again.

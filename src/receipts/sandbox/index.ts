@@ -149,7 +149,7 @@ async function readOne(slot: number, input: SandboxInput, timeoutMs: number): Pr
     const onMessage = (message: ReaderReply) => {
       if (message.type === "ready" || message.id !== id) return;
       finish();
-      if (message.rss > RECYCLE_RSS_BYTES) void retire(reader);
+      if (message.rss > RECYCLE_RSS_BYTES || (message.type === "error" && message.retire)) void retire(reader);
       if (message.type === "result") return resolve(message.result);
       const error = message.error.permanent ? new PermanentReadError(message.error.message) : new Error(message.error.message);
       reject(error);
