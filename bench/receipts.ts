@@ -301,18 +301,20 @@ async function candidatesBody(db: pg.Client, receiptId: string): Promise<string>
  * Receipts made from events picked at random (md5 order, stable): the event's amount, a receipt date
  * 0–2 days before the bank date, the vendor as a receipt prints it (the brand, no store number);
  * a quarter whose day and month could be swapped carry both readings (dateOrder auto); one in five
- * names CAD. Amount and date always hit their event; the common prices hit thousands more.
+ * names CAD. Amount and date always hit their event; the common prices hit thousands more. Each
+ * field read with high confidence: the usual thresholds apply.
  */
 const RECEIPTS_SQL = `
   insert into app_public.receipts (organization_id, source, status, match_status, object_key, filename, content_type, size,
-      sha256, vendor_name, amount, currency, date_readings)
+      sha256, vendor_name, amount, currency, date_readings, vendor_confidence, amount_confidence, date_confidence)
   select $1::uuid, 'web_upload', 'processed', 'pending', $1::text || '/receipts/bench-' || n, 'bench-' || n || '.pdf', 'application/pdf', 1000,
          encode(sha256(convert_to('bench-receipt-' || n || '-' || id, 'UTF8')), 'hex'),
          initcap(split_part(merchant_name, ' #', 1)), functional_amount,
          case when n % 5 = 0 then 'CAD' end,
          case when n % 4 = 0 and extract(day from d) <= 12 and extract(day from d) <> extract(month from d)
               then array[d, make_date(extract(year from d)::int, extract(day from d)::int, extract(month from d)::int)]
-              else array[d] end
+              else array[d] end,
+         'high', 'high', 'high'
     from (select e.id, e.merchant_name, e.functional_amount, e.transaction_date - (row_number() over w % 3)::int d,
                  row_number() over w n
             from (select id, merchant_name, functional_amount, transaction_date, md5(id::text || 'bench') k from app_public.ledger_events

@@ -497,6 +497,7 @@ table app_public.receipts (row-level security, forced)
   column vendor_confidence text
   column amount_confidence text
   column date_confidence text
+  constraint receipts_confidence_with_value_check CHECK ((((vendor_name IS NULL) = (vendor_confidence IS NULL)) AND ((amount IS NULL) = (amount_confidence IS NULL)) AND ((cardinality(date_readings) = 0) = (date_confidence IS NULL))))
   constraint receipts_currency_check CHECK ((currency ~ '^[A-Z]{3}$'::text))
   constraint receipts_date_readings_check CHECK ((cardinality(date_readings) <= 2))
   constraint receipts_event_fkey FOREIGN KEY (organization_id, event_id) REFERENCES app_public.ledger_events(organization_id, id) ON DELETE SET NULL (event_id)

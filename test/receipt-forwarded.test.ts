@@ -42,4 +42,14 @@ describe("a forwarded receipt", () => {
     expect(unwrapForwarded(["DATE: 07/08/2019", "TOTAL 12.00"]).lines).toEqual(["DATE: 07/08/2019", "TOTAL 12.00"]);
     expect(unwrapForwarded(["From: a@b.example", "Subject: x", "TOTAL 12.00"])).toEqual({ lines: ["TOTAL 12.00"], sender: "a@b.example", subject: "x" });
   });
+
+  it("a receipt's rule of dashes before its Date: line is no forward marker; Outlook's rule before From: still is", () => {
+    const receipt = ["DEPANNEUR MONT-ROYAL", "----------------------------------------", "Date: Nov 19, 2023 Time: 15:33", "Store 085 Reg 9", "Total 23.44"];
+    expect(unwrapForwarded(receipt).lines).toEqual(receipt);
+    expect(parseReceiptText(receipt.join("\n"), { dateOrder: "auto" }).dateReadings).toEqual(["2023-11-19"]);
+    const outlook = ["FYI", "________________________________", "From: Corner Bakery <receipts@cornerbakery.com>", "Sent: Monday, March 3, 2025 8:05 AM",
+      "To: sam@example.net", "Subject: Your receipt", "Total 10.40"];
+    expect(unwrapForwarded(outlook)).toMatchObject({ lines: ["FYI", "________________________________", "Total 10.40"],
+      sender: "Corner Bakery <receipts@cornerbakery.com>", subject: "Your receipt" });
+  });
 });

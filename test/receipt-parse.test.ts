@@ -317,12 +317,23 @@ describe("how far each field can be trusted", () => {
     expect(parse(labelled, "DMY").dateConfidence).toBe("medium");
     expect(parse(`${labelled}\n\n${labelled}`, "DMY").dateConfidence).toBe("high");
     expect(parse("SHOP\n14/03/2023\nTotal 5.00", "DMY").dateConfidence).toBe("low");
+    // Read twice, an unlabelled date is still merely the first seen; so is an expiry.
+    expect(parse("SHOP\n14/03/2023\nTotal 5.00\n\nSHOP\n14/03/2023\nTotal 5.00", "DMY").dateConfidence).toBe("low");
+    expect(parse("SHOP\nValid until 14/03/2023\nTotal 5.00\nValid until 14/03/2023", "DMY").dateConfidence).toBe("low");
+    // Confirmed by the reading the organization's order gives (04/03 is April 3rd month-first).
+    expect(parse("SHOP\nDate: 04/03/2023\nTotal 5.00\nDate: 04/03/2023", "MDY")).toMatchObject({ dateReadings: ["2023-04-03"], dateConfidence: "high" });
     // A timestamp counts however it is joined: "at 9:08 AM" (email receipts), "14:32".
     expect(parse("SHOP\nNotes 01/02/23\n29/09/23 at 9:08 AM\nTotal 5.00", "DMY")).toMatchObject({ dateReadings: ["2023-09-29"], dateConfidence: "medium" });
     // Both readings broke the date differently; the digit-by-digit merge is a repair.
     const mended = parse("SHOP\nDate: 05/85/2023\nTotal 5.00\n\nSHOP\nDate: 95/05/2023\nTotal 5.00", "DMY");
     expect(mended).toMatchObject({ dateReadings: ["2023-05-05"], dateConfidence: "low" });
     expect(parse("SHOP\nTotal 5.00", "DMY")).toMatchObject({ dateReadings: [], dateConfidence: null });
+  });
+
+  it("of two readings of one name, the one with its spaces is kept", () => {
+    const texts = ["BLUEWATERBAKERY&CAFE\n12 Main St\nTotal 5.00", "BLUEWATER BAKERY & CAFE\n12 Main St\nTotal 5.00"];
+    expect(parse(texts.join("\n\n"), "DMY")).toMatchObject({ vendorName: "BLUEWATER BAKERY & CAFE", vendorConfidence: "high" });
+    expect(parse("Inkwell'Print & Copy\nTotal 5.00\n\nInkwell Print & Copy\nTotal 5.00", "DMY").vendorName).toBe("Inkwell Print & Copy");
   });
 
   it("a registered name or one read twice is high; the top line alone, medium; the email's sender, low", () => {

@@ -3,6 +3,7 @@ import { PDFDocument, StandardFonts } from "pdf-lib";
 import sharp from "sharp";
 import { afterAll, describe, expect, it } from "vitest";
 import { closeOcr, documentText, extractReceipt } from "../src/receipts/extraction/index.js";
+import { paddleAbandonedWork, recogniseWithPaddle } from "../src/receipts/extraction/paddle-ocr.js";
 
 const require = createRequire(import.meta.url);
 // The font ships in an npm package: CI machines may have no system fonts at all.
@@ -120,5 +121,20 @@ describe("reading receipt documents", () => {
     const failure = await documentText(huge, "image/png").catch((error: unknown) => error);
     expect((failure as Error).message).toMatch(/megapixels/);
     expect((failure as Error & { permanent?: boolean }).permanent).toBe(true);
+  });
+
+  it("reads a tall, thin image within the paddle engine's bounds (shrunk to fit, never refused)", async () => {
+    const tall = await sharp({ create: { width: 900, height: 9000, channels: 3, background: "#ffffff" } })
+      .composite([{ input: await receiptPng(RECEIPT_LINES), left: 0, top: 0 }]).png().toBuffer();
+    const result = await extractReceipt({ bytes: tall, contentType: "image/png", dateOrder: "DMY" });
+    expect(result.amount).toBe("5.57");
+  });
+
+  // Last: it leaves this process's paddle engine marked as busy with abandoned work.
+  it("a PaddleOCR reading past its time is given up for good, and its process asks to be replaced", async () => {
+    expect(paddleAbandonedWork()).toBe(false);
+    const failure = await recogniseWithPaddle(await receiptPng(RECEIPT_LINES), 1).catch((error: unknown) => error);
+    expect(failure).toMatchObject({ permanent: true, message: expect.stringMatching(/took longer than/) });
+    expect(paddleAbandonedWork()).toBe(true);
   });
 });

@@ -64,7 +64,9 @@ interface Read {
 async function readReceipt(read: Read, tenant = t): Promise<string> {
   const created = await call(h, tenant, CREATE_RECEIPT, { key: await upload(tenant) }, "createReceipt");
   await h.owner.query("select app_private.record_receipt_extraction($1, $2)", [created.receiptId, JSON.stringify({
-    text: "…", method: "text", vendorName: null, amount: null, currency: null, dateReadings: [], ...read })]);
+    text: "…", method: "text", vendorName: null, amount: null, currency: null, dateReadings: [],
+    // Read with confidence unless a test says otherwise: the usual thresholds apply.
+    vendorConfidence: "medium", amountConfidence: "high", dateConfidence: "medium", ...read })]);
   return created.receiptId;
 }
 
@@ -200,6 +202,9 @@ describe("matching", () => {
     const id = await readReceipt({ vendorName: "Acme", amount: null, dateReadings: [], vendorConfidence: "certain",
       amountConfidence: "high", dateConfidence: "high" });
     expect((await receipt(id)).extraction).toEqual({ vendorConfidence: "low", amountConfidence: null, dateConfidence: null });
+    // Nothing can store a value without its confidence, or a confidence without its value.
+    await expect(h.owner.query("update app_public.receipts set amount = 5 where id = $1", [id])).rejects.toThrow(/receipts_confidence_with_value_check/);
+    await expect(h.owner.query("update app_public.receipts set vendor_confidence = null where id = $1", [id])).rejects.toThrow(/receipts_confidence_with_value_check/);
   });
 
   it("an ambiguous date under auto tries both readings, and receiptDate shows the one that matched", async () => {

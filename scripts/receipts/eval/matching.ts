@@ -71,7 +71,9 @@ export interface LoadOptions {
 const f32 = Math.fround;
 
 /** match_receipts' rule: the best candidate (similarity desc, day distance, date, id) is linked
- * when its similarity reaches minSimilarity and it leads the runner-up by minLead. */
+ * when its similarity reaches minSimilarity and it leads the runner-up by minLead; a receipt with a
+ * low amount or date needs strict.minSimilarity, one with a low vendor the event within
+ * strict.maxDayDistance days (receipt_match_strict_thresholds). */
 export function decide(
   candidates: Candidate[], minSimilarity: number, minLead: number,
   lowConfidence: string[] = [], strict?: { minSimilarity: number; maxDayDistance: number },

@@ -218,13 +218,13 @@ export function receiptDate(lines: string[], order: DateOrder): { readings: stri
       [chosen, chosenRank] = [d, r];
     }
   }
-  // Confirmed when another line (the other OCR reading, a second print of the date) reads the
-  // same day: one misread digit seldom repeats. A mended or unlabelled, untimed date is a guess.
-  const same = (d: DateMention) => d.line !== chosen.line && d.readings.some((r) => r.iso === chosen.readings[0].iso);
-  const confirmed = mentions.some((d) => !d.repaired && same(d));
-  const confidence: FieldConfidence =
-    chosen.repaired || (chosenRank >= 2 && !confirmed) ? "low" : chosenRank <= 1 && confirmed ? "high" : "medium";
-  return { readings: orderedReadings(chosen, mentions, order), confidence };
+  const readings = orderedReadings(chosen, mentions, order);
+  // A labelled or timestamped date is confirmed when another line (the other OCR reading, a second
+  // print) reads the same day: one misread digit seldom repeats. A mended date, or one that is
+  // merely the first seen (or an expiry's), is a guess however often it is read.
+  const confirmed = mentions.some((d) => !d.repaired && d.line !== chosen.line && d.readings.some((r) => readings.includes(r.iso)));
+  const confidence: FieldConfidence = chosen.repaired || chosenRank >= 2 ? "low" : confirmed ? "high" : "medium";
+  return { readings, confidence };
 }
 
 function orderedReadings({ readings }: DateMention, mentions: DateMention[], order: DateOrder): string[] {

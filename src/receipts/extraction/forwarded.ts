@@ -8,7 +8,11 @@
 
 const SIGNATURE =
   /^(sent from my\b|sent from (yahoo|outlook|mail|gmail|proton)\b|get outlook for\b|sent via\b|sent with\b|envoy[ée] de mon\b|enviado desde mi\b|von meinem\b.*\bgesendet\b|inviato da\b)/i;
-const MARKER = /^(?:-{2,}\s*(?:forwarded message|original message|message transféré|weitergeleitete nachricht)\s*-{2,}|begin forwarded message:?|-{5,})$/i;
+const MARKER = /^(?:-{2,}\s*(?:forwarded message|original message|message transféré|weitergeleitete nachricht)\s*-{2,}|begin forwarded message:?)$/i;
+/** A rule: Outlook puts one above the forwarded headers, but receipts draw them between their own
+ * sections ("-----", then "Date: Nov 19, 2023"): headers after a rule count only when they name a
+ * sender or a subject. */
+const RULE = /^(?:-{5,}|_{5,})$/;
 const HEADER = /^(from|sent|to|cc|bcc|date|subject|reply-to|de|envoyé|objet|à|von|gesendet|an|betreff)\s*:\s*(.*)$/i;
 /** Quoting of a forwarded body: "> TOTAL 12.00". */
 const QUOTE = /^>+\s?/;
@@ -44,6 +48,7 @@ export function unwrapForwarded(lines: string[]): Unwrapped {
     const line = raw.replace(QUOTE, "").trim();
     if (line === "" || SIGNATURE.test(line)) continue;
     if (MARKER.test(line)) { endBlock(); afterMarker = true; inBlock = true; continue; }
+    if (RULE.test(line)) { endBlock(); inBlock = true; kept.push(line); continue; }
     const header = inBlock ? HEADER.exec(line) : null;
     if (header) { held.push({ line, name: header[1].toLowerCase(), value: header[2].trim() }); continue; }
     if (inBlock) endBlock();

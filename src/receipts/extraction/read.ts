@@ -35,7 +35,16 @@ export async function ocrImage(
     if (reading.engine === "paddle") return (await recogniseWithPaddle(image, left)).trim();
     return (await recognise(image, { layout: reading.layout, deadlineMs: left })).text.trim();
   };
-  const texts = await Promise.all(readings.map(read));
+  const settled = await Promise.allSettled(readings.map(read));
+  // A reading that fails (an engine that could not start, one past its time) leaves the others'
+  // texts; an image no engine reads fails with the first reason.
+  const texts = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
+  if (texts.length === 0) throw (settled[0] as PromiseRejectedResult).reason;
+  settled.forEach((r, i) => {
+    if (r.status === "rejected") {
+      console.warn(`receipt OCR: the ${readings[i].engine ?? "tesseract"} reading failed, the others' text was used: ${r.reason instanceof Error ? r.reason.message : String(r.reason)}`);
+    }
+  });
   if (readings === IMAGE_READINGS && deadlineAt - Date.now() > 10_000 && totalLostItsCents(receiptLines(texts.join("\n")))) {
     texts.push(await read(SINGLE_COLUMN));
   }

@@ -227,5 +227,21 @@ export function findVendor(lines: string[]): { name: string; confidence: FieldCo
     if (score > (best?.score ?? -Infinity)) best = { name: cleanVendorName(line), score, repeated };
   }
   if (!best || best.score <= 1) return null;
-  return { name: best.name, confidence: best.repeated || LEGAL_ENDING.test(best.name) ? "high" : "medium" };
+  return { name: spacedAlike(best.name, lines, key), confidence: best.repeated || LEGAL_ENDING.test(best.name) ? "high" : "medium" };
+}
+
+/**
+ * The same name as another reading spells it with more words: OCR drops the spaces of tightly
+ * printed names ("BLUEWATERBAKERY&CAFE") or reads them as a dot or a quote ("Inkwell'Print");
+ * it seldom adds one.
+ */
+function spacedAlike(name: string, lines: string[], key: (text: string) => string): string {
+  const wanted = key(name);
+  const words = (text: string) => text.split(" ").length;
+  let best = name;
+  for (const line of lines) {
+    const other = cleanVendorName(line);
+    if (key(other) === wanted && words(other) > words(best)) best = other;
+  }
+  return best;
 }

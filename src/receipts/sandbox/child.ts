@@ -5,6 +5,7 @@
  * parent kills and replaces it.
  */
 import { closeOcr, extractReceipt } from "../extraction/index.js";
+import { paddleAbandonedWork } from "../extraction/paddle-ocr.js";
 import type { ReaderReply, ReaderRequest } from "./protocol.js";
 
 const send = (reply: ReaderReply) => process.send?.(reply);
@@ -28,10 +29,9 @@ process.on("message", (message: ReaderRequest) => {
   // Structured clone hands a Buffer over as a plain Uint8Array: view it as a Buffer again.
   const buffer = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   extractReceipt({ bytes: buffer, contentType, dateOrder }).then(
-    (result) => send({ type: "result", id, result, rss: process.memoryUsage().rss }),
+    (result) => send({ type: "result", id, result, rss: process.memoryUsage().rss, retire: paddleAbandonedWork() }),
     (error: unknown) => send({
-      type: "error", id, rss: process.memoryUsage().rss,
-      retire: (error as { engineBusy?: unknown } | null)?.engineBusy === true,
+      type: "error", id, rss: process.memoryUsage().rss, retire: paddleAbandonedWork(),
       error: {
         message: error instanceof Error ? error.message : String(error),
         // A document that overflows the stack or an array's length would do so again.

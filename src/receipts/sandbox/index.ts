@@ -12,6 +12,7 @@
  * use and replaced after a kill or crash.
  */
 import { type ChildProcess, fork } from "node:child_process";
+import os from "node:os";
 import { fileURLToPath } from "node:url";
 import { typescriptChildExecArgv } from "../../typescript-child.js";
 import type { DateOrder, ReceiptExtraction } from "../extraction/types.js";
@@ -67,6 +68,8 @@ const ENTRY = fileURLToPath(new URL(import.meta.url.endsWith(".ts") ? "./child.t
 function startReader(slot: number): Reader {
   const proc = fork(ENTRY, [], {
     execArgv: typescriptChildExecArgv(ENTRY, READER_HEAP_MB),
+    // The readers share the cores: each one's OCR engine takes its part (paddle-ocr.ts).
+    env: { ...process.env, OCR_THREADS: String(Math.max(1, Math.floor(os.availableParallelism() / READERS))) },
     serialization: "advanced",
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
@@ -149,7 +152,7 @@ async function readOne(slot: number, input: SandboxInput, timeoutMs: number): Pr
     const onMessage = (message: ReaderReply) => {
       if (message.type === "ready" || message.id !== id) return;
       finish();
-      if (message.rss > RECYCLE_RSS_BYTES || (message.type === "error" && message.retire)) void retire(reader);
+      if (message.rss > RECYCLE_RSS_BYTES || message.retire) void retire(reader);
       if (message.type === "result") return resolve(message.result);
       const error = message.error.permanent ? new PermanentReadError(message.error.message) : new Error(message.error.message);
       reject(error);

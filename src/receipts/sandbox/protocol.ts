@@ -9,5 +9,5 @@ export type ReaderRequest =
  * parent to replace the reader (an OCR engine still busy with a document given up). */
 export type ReaderReply =
   | { type: "ready" }
-  | { type: "result"; id: number; result: ReceiptExtraction; rss: number }
-  | { type: "error"; id: number; error: { message: string; permanent: boolean }; rss: number; retire?: boolean };
+  | { type: "result"; id: number; result: ReceiptExtraction; rss: number; retire: boolean }
+  | { type: "error"; id: number; error: { message: string; permanent: boolean }; rss: number; retire: boolean };
