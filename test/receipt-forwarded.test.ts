@@ -43,6 +43,15 @@ describe("a forwarded receipt", () => {
     expect(unwrapForwarded(["From: a@b.example", "Subject: x", "TOTAL 12.00"])).toEqual({ lines: ["TOTAL 12.00"], sender: "a@b.example", subject: "x" });
   });
 
+  it("the forwarder's note above the marker is not the receipt: the vendor then comes from the forwarded sender", () => {
+    const text = ["For the books.", "", "Sent from my iPhone", "", "Begin forwarded message:", "",
+      "From: Corner Bakery Cafe <receipts@cornerbakerycafe.com>", "Date: November 24, 2026 at 8:05:17 AM EST",
+      "Subject: Your receipt from Corner Bakery Cafe", "", "Thanks for visiting!", "Order #4471 - Nov 24, 2026 8:04 AM",
+      "Americano (L) 4.25", "Subtotal 4.25", "HST 13% 0.55", "Total 4.80 CAD"].join("\n");
+    expect(parseReceiptText(text, { dateOrder: "auto" })).toMatchObject({ vendorName: "Corner Bakery Cafe", vendorConfidence: "low",
+      amount: "4.80", amountConfidence: "high", currency: "CAD", dateReadings: ["2026-11-24"] });
+  });
+
   it("a receipt's rule of dashes before its Date: line is no forward marker; Outlook's rule before From: still is", () => {
     const receipt = ["DEPANNEUR MONT-ROYAL", "----------------------------------------", "Date: Nov 19, 2023 Time: 15:33", "Store 085 Reg 9", "Total 23.44"];
     expect(unwrapForwarded(receipt).lines).toEqual(receipt);

@@ -2,7 +2,8 @@
  * A receipt a person forwards from a phone arrives wrapped: a phone signature ("Sent from my
  * iPhone"), a forward marker ("---------- Forwarded message ---------", "Begin forwarded
  * message:") and the forwarded message's headers (From, Date, Subject, To). None of it is the
- * receipt: left in, the vendor was read from "Forwarded message". The forwarded headers still say
+ * receipt, and neither is the forwarder's note above the marker: left in, the vendor was read from
+ * "Forwarded message", then from "For the books.". The forwarded headers still say
  * who sent the receipt, which names the vendor when the receipt itself does not.
  */
 
@@ -44,10 +45,16 @@ export function unwrapForwarded(lines: string[]): Unwrapped {
     afterMarker = false;
   };
   let inBlock = true;
+  let forwarded = false;
   for (const raw of lines) {
     const line = raw.replace(QUOTE, "").trim();
     if (line === "" || SIGNATURE.test(line)) continue;
-    if (MARKER.test(line)) { endBlock(); afterMarker = true; inBlock = true; continue; }
+    if (MARKER.test(line)) {
+      // Above the first marker is the forwarder's own note ("For the books."), not the receipt.
+      if (!forwarded) kept.length = 0;
+      forwarded = true;
+      endBlock(); afterMarker = true; inBlock = true; continue;
+    }
     if (RULE.test(line)) { endBlock(); inBlock = true; kept.push(line); continue; }
     const header = inBlock ? HEADER.exec(line) : null;
     if (header) { held.push({ line, name: header[1].toLowerCase(), value: header[2].trim() }); continue; }
