@@ -23,7 +23,8 @@ export const ReceiptsPlugin = sqlOperationsPlugin("ReceiptsPlugin", gql`
   type ReceiptEvent { id: UUID! merchantName: String! status: String! transactionDate: String! functionalAmount: String! }
   """
   How far each extracted field can be trusted: high, medium or low; null when the field was not
-  read. Matching asks more of a receipt with a low field (docs/api.md, Matching).
+  read (receipts read before confidences were kept: medium). Matching asks more of a receipt with a
+  low field (docs/api.md, Matching).
   """
   type ReceiptExtraction {
     "high: a registered name (Inc., Ltd., SDN BHD), read alike twice, or named in a sentence; medium: the strongest line at the top; low: from a forwarded email's sender or subject."

@@ -52,13 +52,22 @@ describe("a forwarded receipt", () => {
       amount: "4.80", amountConfidence: "high", currency: "CAD", dateReadings: ["2026-11-24"] });
   });
 
+  it("a receipt above a quoted thread stays; an Outlook forward's note goes too", () => {
+    const invoice = ["NORTHWIND OFFICE SUPPLY LTD", "Invoice 1042", "Toner 54.20", "Total 54.20", "",
+      "-----Original Message-----", "From: Sam <sam@example.net>", "Subject: toner?", "Do you have toner?"];
+    expect(unwrapForwarded(invoice).lines.slice(0, 4)).toEqual(invoice.slice(0, 4));
+    const outlook = ["For the books.", "________________________________", "From: Corner Bakery <receipts@cornerbakery.com>",
+      "Sent: Monday, March 3, 2025 8:05 AM", "Subject: Your receipt", "Total 10.40"];
+    expect(unwrapForwarded(outlook).lines).toEqual(["Total 10.40"]);
+  });
+
   it("a receipt's rule of dashes before its Date: line is no forward marker; Outlook's rule before From: still is", () => {
     const receipt = ["DEPANNEUR MONT-ROYAL", "----------------------------------------", "Date: Nov 19, 2023 Time: 15:33", "Store 085 Reg 9", "Total 23.44"];
     expect(unwrapForwarded(receipt).lines).toEqual(receipt);
     expect(parseReceiptText(receipt.join("\n"), { dateOrder: "auto" }).dateReadings).toEqual(["2023-11-19"]);
     const outlook = ["FYI", "________________________________", "From: Corner Bakery <receipts@cornerbakery.com>", "Sent: Monday, March 3, 2025 8:05 AM",
       "To: sam@example.net", "Subject: Your receipt", "Total 10.40"];
-    expect(unwrapForwarded(outlook)).toMatchObject({ lines: ["FYI", "________________________________", "Total 10.40"],
+    expect(unwrapForwarded(outlook)).toMatchObject({ lines: ["Total 10.40"],
       sender: "Corner Bakery <receipts@cornerbakery.com>", subject: "Your receipt" });
   });
 });

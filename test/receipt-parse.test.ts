@@ -322,6 +322,8 @@ describe("how far each field can be trusted", () => {
     expect(parse("SHOP\nValid until 14/03/2023\nTotal 5.00\nValid until 14/03/2023", "DMY").dateConfidence).toBe("low");
     // Confirmed by the reading the organization's order gives (04/03 is April 3rd month-first).
     expect(parse("SHOP\nDate: 04/03/2023\nTotal 5.00\nDate: 04/03/2023", "MDY")).toMatchObject({ dateReadings: ["2023-04-03"], dateConfidence: "high" });
+    // …and not by another printed date whose other reading happens to be the same day.
+    expect(parse("SHOP\nDate: 04/03/2023\nTotal 5.00\nDate: 03/04/2023", "MDY")).toMatchObject({ dateReadings: ["2023-04-03"], dateConfidence: "medium" });
     // A timestamp counts however it is joined: "at 9:08 AM" (email receipts), "14:32".
     expect(parse("SHOP\nNotes 01/02/23\n29/09/23 at 9:08 AM\nTotal 5.00", "DMY")).toMatchObject({ dateReadings: ["2023-09-29"], dateConfidence: "medium" });
     // Both readings broke the date differently; the digit-by-digit merge is a repair.
@@ -334,6 +336,8 @@ describe("how far each field can be trusted", () => {
     const texts = ["BLUEWATERBAKERY&CAFE\n12 Main St\nTotal 5.00", "BLUEWATER BAKERY & CAFE\n12 Main St\nTotal 5.00"];
     expect(parse(texts.join("\n\n"), "DMY")).toMatchObject({ vendorName: "BLUEWATER BAKERY & CAFE", vendorConfidence: "high" });
     expect(parse("Inkwell'Print & Copy\nTotal 5.00\n\nInkwell Print & Copy\nTotal 5.00", "DMY").vendorName).toBe("Inkwell Print & Copy");
+    // A logo read letter by letter is no better spelling.
+    expect(parse("STARBUCKS\nTotal 5.00\n\nS T A R B U C K S\nTotal 5.00", "DMY").vendorName).toBe("STARBUCKS");
   });
 
   it("a registered name or one read twice is high; the top line alone, medium; the email's sender, low", () => {

@@ -222,7 +222,8 @@ export function receiptDate(lines: string[], order: DateOrder): { readings: stri
   // A labelled or timestamped date is confirmed when another line (the other OCR reading, a second
   // print) reads the same day: one misread digit seldom repeats. A mended date, or one that is
   // merely the first seen (or an expiry's), is a guess however often it is read.
-  const confirmed = mentions.some((d) => !d.repaired && d.line !== chosen.line && d.readings.some((r) => readings.includes(r.iso)));
+  const confirmed = mentions.some((d) => !d.repaired && d.line !== chosen.line &&
+    d.readings.some((r) => (order === "auto" || r.order === order || r.order === "any") && readings.includes(r.iso)));
   const confidence: FieldConfidence = chosen.repaired || chosenRank >= 2 ? "low" : confirmed ? "high" : "medium";
   return { readings, confidence };
 }

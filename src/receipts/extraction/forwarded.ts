@@ -15,6 +15,9 @@ const MARKER = /^(?:-{2,}\s*(?:forwarded message|original message|message transf
  * sender or a subject. */
 const RULE = /^(?:-{5,}|_{5,})$/;
 const HEADER = /^(from|sent|to|cc|bcc|date|subject|reply-to|de|envoyé|objet|à|von|gesendet|an|betreff)\s*:\s*(.*)$/i;
+/** A note a person writes above what they forward is this short, and names no amount. */
+const MAX_NOTE_LINES = 6;
+const AMOUNT = /\d[.,]\d{2}\b/;
 /** Quoting of a forwarded body: "> TOTAL 12.00". */
 const QUOTE = /^>+\s?/;
 
@@ -34,8 +37,15 @@ export function unwrapForwarded(lines: string[]): Unwrapped {
   // subject, is the forwarded message's; any other (a receipt's own "Date: 07/08/2019" first) stays.
   let held: { line: string; name: string; value: string }[] = [];
   let afterMarker = false;
+  let noteLooked = false;
   const endBlock = () => {
     const isHeaders = afterMarker || held.some((h) => ["from", "de", "von", "subject", "objet", "betreff"].includes(h.name));
+    // What stands above the first forwarded headers is the forwarder's note ("For the books."),
+    // when it is a few lines with no amount; a receipt above a quoted thread stays.
+    if (isHeaders && !noteLooked) {
+      noteLooked = true;
+      if (kept.length <= MAX_NOTE_LINES && !kept.some((line) => AMOUNT.test(line))) kept.length = 0;
+    }
     for (const h of held) {
       if (!isHeaders) kept.push(h.line);
       else if (["from", "de", "von"].includes(h.name)) sender = h.value || sender;
@@ -45,16 +55,10 @@ export function unwrapForwarded(lines: string[]): Unwrapped {
     afterMarker = false;
   };
   let inBlock = true;
-  let forwarded = false;
   for (const raw of lines) {
     const line = raw.replace(QUOTE, "").trim();
     if (line === "" || SIGNATURE.test(line)) continue;
-    if (MARKER.test(line)) {
-      // Above the first marker is the forwarder's own note ("For the books."), not the receipt.
-      if (!forwarded) kept.length = 0;
-      forwarded = true;
-      endBlock(); afterMarker = true; inBlock = true; continue;
-    }
+    if (MARKER.test(line)) { endBlock(); afterMarker = true; inBlock = true; continue; }
     if (RULE.test(line)) { endBlock(); inBlock = true; kept.push(line); continue; }
     const header = inBlock ? HEADER.exec(line) : null;
     if (header) { held.push({ line, name: header[1].toLowerCase(), value: header[2].trim() }); continue; }

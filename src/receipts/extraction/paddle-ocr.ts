@@ -33,17 +33,18 @@ let queue: Promise<unknown> = Promise.resolve();
 let abandoned = false;
 
 function paddleEngine(): Promise<Engine> {
+  if (engine) return engine;
   if (startFailed && Date.now() - startFailed.at < RETRY_START_MS) return Promise.reject(startFailed.error);
   // Imported on first use: the package loads onnxruntime and a 10 MB build of OpenCV, which the
   // API process (it imports the parser, never the engine) must not carry.
-  const starting = import("@gutenye/ocr-node")
+  const starting: Promise<Engine> = import("@gutenye/ocr-node")
     .then(({ default: ocr }) => ocr.create({ onnxOptions: { intraOpNumThreads: threads(), interOpNumThreads: 1 } } as Parameters<typeof Ocr.create>[0]))
     .catch((error: unknown) => {
       if (engine === starting) engine = undefined;
       startFailed = { at: Date.now(), error: new Error(`The PaddleOCR engine did not start: ${error instanceof Error ? error.message : String(error)}`) };
       throw startFailed.error;
     });
-  engine ??= starting;
+  engine = starting;
   return engine;
 }
 
@@ -62,8 +63,11 @@ export function paddleAbandonedWork(): boolean {
  */
 export function recogniseWithPaddle(image: Buffer, deadlineMs: number): Promise<string> {
   let detecting: Promise<unknown> = Promise.resolve();
+  let givenUp = false;
   const job = queue.then(async () => {
     const ocr = await paddleEngine();
+    // Past its deadline while it waited: not started at all.
+    if (givenUp) throw new Error("given up before it started");
     detecting = ocr.detect(image as never);
     return detecting;
   });
@@ -72,6 +76,7 @@ export function recogniseWithPaddle(image: Buffer, deadlineMs: number): Promise<
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
+      givenUp = true;
       abandoned = true;
       // Permanent: the same image would take as long again.
       reject(Object.assign(new Error(`OCR took longer than ${deadlineMs / 1000} s; the image was given up.`), { permanent: true }));
@@ -89,4 +94,5 @@ export async function closePaddleOcr(): Promise<void> {
   await queue.catch(() => undefined);
   engine = undefined;
   startFailed = undefined;
+  abandoned = false;
 }

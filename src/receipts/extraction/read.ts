@@ -39,14 +39,19 @@ export async function ocrImage(
   // A reading that fails (an engine that could not start, one past its time) leaves the others'
   // texts; an image no engine reads fails with the first reason.
   const texts = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
-  if (texts.length === 0) throw (settled[0] as PromiseRejectedResult).reason;
+  if (texts.length === 0) {
+    // A permanent reason (a timeout, an undecodable image) outranks a passing one (an engine that did not start).
+    const reasons = settled.map((r) => (r as PromiseRejectedResult).reason as { permanent?: unknown });
+    throw reasons.find((reason) => reason?.permanent === true) ?? reasons[0];
+  }
   settled.forEach((r, i) => {
     if (r.status === "rejected") {
       console.warn(`receipt OCR: the ${readings[i].engine ?? "tesseract"} reading failed, the others' text was used: ${r.reason instanceof Error ? r.reason.message : String(r.reason)}`);
     }
   });
   if (readings === IMAGE_READINGS && deadlineAt - Date.now() > 10_000 && totalLostItsCents(receiptLines(texts.join("\n")))) {
-    texts.push(await read(SINGLE_COLUMN));
+    // A further reading that fails leaves the texts already read.
+    texts.push(await read(SINGLE_COLUMN).catch(() => ""));
   }
   return texts.join("\n\n");
 }

@@ -241,7 +241,8 @@ function spacedAlike(name: string, lines: string[], key: (text: string) => strin
   let best = name;
   for (const line of lines) {
     const other = cleanVendorName(line);
-    if (key(other) === wanted && words(other) > words(best)) best = other;
+    // Never letter by letter: "S T A R B U C K S" is a logo read apart, not a better spelling.
+    if (key(other) === wanted && words(other) > words(best) && !/(^|\s)\p{L}(\s|$)/u.test(other)) best = other;
   }
   return best;
 }

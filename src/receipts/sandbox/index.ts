@@ -69,7 +69,7 @@ function startReader(slot: number): Reader {
   const proc = fork(ENTRY, [], {
     execArgv: typescriptChildExecArgv(ENTRY, READER_HEAP_MB),
     // The readers share the cores: each one's OCR engine takes its part (paddle-ocr.ts).
-    env: { ...process.env, OCR_THREADS: String(Math.max(1, Math.floor(os.availableParallelism() / READERS))) },
+    env: { ...process.env, OCR_THREADS: process.env.OCR_THREADS ?? String(Math.max(1, Math.floor(os.availableParallelism() / READERS))) },
     serialization: "advanced",
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
