@@ -40,7 +40,7 @@ export const PADDLE: ImageReading = { engine: "paddle", fitWithin: { width: 960,
  * The readings taken of each image, at the same time, their texts in this order. Measured on
  * the 30 SROIE scans (scripts/receipts/eval-sroie.ts), against tesseract's two readings
  * (AS_SCANNED, ENLARGED_CONTRAST): the total right on 28 against 27, the date on 28 against 24,
- * in 2.6 s per image against 3.9 s.
+ * in 2.4 s per image against 2.6 s (bench/README.md).
  */
 export const IMAGE_READINGS: ImageReading[] = [PADDLE, AS_SCANNED];
 /**
