@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseReceiptText } from "../src/receipts/extraction/index.js";
-import { receiptLines } from "../src/receipts/extraction/lines.js";
+import { READING_BREAK, receiptLines } from "../src/receipts/extraction/lines.js";
 import { totalLostItsCents } from "../src/receipts/extraction/total.js";
 
 const parse = (text: string, dateOrder: "auto" | "DMY" | "MDY" = "auto") => parseReceiptText(text, { dateOrder });
@@ -330,6 +330,14 @@ describe("how far each field can be trusted", () => {
     const mended = parse("SHOP\nDate: 05/85/2023\nTotal 5.00\n\nSHOP\nDate: 95/05/2023\nTotal 5.00", "DMY");
     expect(mended).toMatchObject({ dateReadings: ["2023-05-05"], dateConfidence: "low" });
     expect(parse("SHOP\nTotal 5.00", "DMY")).toMatchObject({ dateReadings: [], dateConfidence: null });
+  });
+
+  it("the vendor is looked for at the top of each OCR reading: one engine may lose the name the other reads", () => {
+    const first = ["TAX INVOICE", ...Array.from({ length: 11 }, (_, i) => `Item ${i + 1} 1.00`), "TOTAL 11.00"].join("\n");
+    const second = ["CORNER GROCER LTD", "12 Main St", "TOTAL 11.00"].join("\n");
+    expect(parse(`${first}${READING_BREAK}${second}`, "DMY")).toMatchObject({ vendorName: "CORNER GROCER LTD", amount: "11.00" });
+    // Without the break it is one text, and the name is too far down to be the shop's.
+    expect(parse(`${first}\n\n${second}`, "DMY").vendorName).not.toBe("CORNER GROCER LTD");
   });
 
   it("of two readings of one name, the one with its spaces is kept", () => {

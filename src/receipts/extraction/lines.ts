@@ -1,3 +1,7 @@
+/** Between two OCR readings of one image (read.ts): a form feed on a line of its own, which
+ * receiptLines drops and parse.ts splits on. */
+export const READING_BREAK = "\n\f\n";
+
 /** A receipt's text as trimmed, non-empty lines with runs of spaces collapsed. */
 export function receiptLines(text: string): string[] {
   return text

@@ -1,5 +1,5 @@
 import { AS_SCANNED, heicToPng, IMAGE_READINGS, type ImageReading, prepareForOcr, SINGLE_COLUMN } from "./images.js";
-import { receiptLines } from "./lines.js";
+import { READING_BREAK, receiptLines } from "./lines.js";
 import { closeTesseract, recognise } from "./ocr.js";
 import { closePaddleOcr, recogniseWithPaddle } from "./paddle-ocr.js";
 import { openPdf, pdfPageImages, pdfTextLayer } from "./pdf.js";
@@ -53,7 +53,7 @@ export async function ocrImage(
     // A further reading that fails leaves the texts already read.
     texts.push(await read(SINGLE_COLUMN).catch(() => ""));
   }
-  return texts.join("\n\n");
+  return texts.join(READING_BREAK);
 }
 
 /** Ends both OCR engines (tests and process shutdown); the next read starts them again. */

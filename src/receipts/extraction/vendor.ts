@@ -209,7 +209,7 @@ const NAMED_IN_SENTENCE = /\b(?:receipt|order|purchase|invoice|payment|visit|sho
  * business name among the first few. `high` when it is registered (ends with its legal form),
  * read alike by both OCR readings, or named in a sentence; `medium` otherwise.
  */
-export function findVendor(lines: string[]): { name: string; confidence: FieldConfidence } | null {
+export function findVendor(lines: string[], readingStarts: number[] = [0]): { name: string; confidence: FieldConfidence } | null {
   for (const line of lines.slice(0, LOOKED_AT)) {
     const named = NAMED_IN_SENTENCE.exec(line)?.[1];
     if (named && nameScore(named) > 1) return { name: cleanVendorName(named), confidence: "high" };
@@ -219,12 +219,17 @@ export function findVendor(lines: string[]): { name: string; confidence: FieldCo
   const seen = new Map<string, number>();
   for (const line of lines) seen.set(key(line), (seen.get(key(line)) ?? 0) + 1);
   let best: { name: string; score: number; repeated: boolean } | null = null;
-  for (let i = 0; i < Math.min(lines.length, LOOKED_AT); i++) {
-    const line = withContinuation(lines, i);
-    // Nearer the top is likelier; a business word can outweigh a few lines of distance.
-    const repeated = (seen.get(key(lines[i])) ?? 0) > 1;
-    const score = nameScore(line) - 0.6 * i + (repeated ? REPEATED_BONUS : 0);
-    if (score > (best?.score ?? -Infinity)) best = { name: cleanVendorName(line), score, repeated };
+  // The top of each OCR reading: one engine may lose the name that the other reads.
+  for (const [k, start] of readingStarts.entries()) {
+    const next = readingStarts[k + 1] ?? lines.length;
+    const reading = lines.slice(start, next);
+    for (let i = start; i < Math.min(next, start + LOOKED_AT); i++) {
+      const line = withContinuation(reading, i - start);
+      // Nearer the top is likelier; a business word can outweigh a few lines of distance.
+      const repeated = (seen.get(key(lines[i])) ?? 0) > 1;
+      const score = nameScore(line) - 0.6 * (i - start) + (repeated ? REPEATED_BONUS : 0);
+      if (score > (best?.score ?? -Infinity)) best = { name: cleanVendorName(line), score, repeated };
+    }
   }
   if (!best || best.score <= 1) return null;
   return { name: spacedAlike(best.name, lines, key), confidence: best.repeated || LEGAL_ENDING.test(best.name) ? "high" : "medium" };
