@@ -566,17 +566,38 @@ table app_public.reconciliations (row-level security, forced)
   CREATE UNIQUE INDEX reconciliations_pkey ON app_public.reconciliations USING btree (id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT; reporting_reader: SELECT
 
+table app_public.sales_tax_code_parts
+  column code text not null
+  column part text not null
+  constraint sales_tax_code_parts_code_fkey FOREIGN KEY (code) REFERENCES app_public.sales_tax_codes(code)
+  constraint sales_tax_code_parts_part_fkey FOREIGN KEY (part) REFERENCES app_public.sales_tax_codes(code)
+  constraint sales_tax_code_parts_pkey PRIMARY KEY (code, part)
+  CREATE UNIQUE INDEX sales_tax_code_parts_pkey ON app_public.sales_tax_code_parts USING btree (code, part)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
+
 table app_public.sales_tax_codes
   column code text not null
   column name text not null
   column rate numeric(7,3) not null
   column jurisdiction text not null
   column recoverable text not null
+  column tax_type text
   constraint sales_tax_codes_jurisdiction_check CHECK ((jurisdiction ~ '^[A-Z]{2}$'::text))
   constraint sales_tax_codes_pkey PRIMARY KEY (code)
   constraint sales_tax_codes_rate_check CHECK (((rate >= (0)::numeric) AND (rate < (100)::numeric)))
   constraint sales_tax_codes_recoverable_check CHECK ((recoverable = ANY (ARRAY['yes'::text, 'no'::text, 'partial'::text, 'n/a'::text])))
+  constraint sales_tax_codes_tax_type_check CHECK ((tax_type = ANY (ARRAY['GST_HST'::text, 'QST'::text, 'PST'::text])))
   CREATE UNIQUE INDEX sales_tax_codes_pkey ON app_public.sales_tax_codes USING btree (code)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
+
+table app_public.sales_tax_rates_before
+  column code text not null
+  column before date not null
+  column rate numeric(6,3) not null
+  constraint sales_tax_rates_before_code_fkey FOREIGN KEY (code) REFERENCES app_public.sales_tax_codes(code)
+  constraint sales_tax_rates_before_pkey PRIMARY KEY (code, before)
+  constraint sales_tax_rates_before_rate_check CHECK ((rate >= (0)::numeric))
+  CREATE UNIQUE INDEX sales_tax_rates_before_pkey ON app_public.sales_tax_rates_before USING btree (code, before)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
 
 table app_public.tax_codes
@@ -3597,6 +3618,17 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.round_half_even(value numeric)
+ RETURNS numeric
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select (case when abs(value * 100 - trunc(value * 100)) = 0.5
+               then trunc(value * 100) + case when trunc(value * 100) % 2 = 0 then 0 else sign(value) end
+               else round(value * 100) end / 100)::numeric(20,2)
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.rule_account(org uuid, account uuid)
  RETURNS uuid
  LANGUAGE plpgsql
@@ -3609,6 +3641,18 @@ begin
   if not a.active then perform app_private.fail('Category account is inactive.'); end if;
   return a.id;
 end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.sales_tax_rate(code text, on_day date)
+ RETURNS numeric
+ LANGUAGE sql
+ STABLE PARALLEL SAFE
+AS $function$
+  select coalesce(
+    (select r.rate from app_public.sales_tax_rates_before r
+      where r.code = sales_tax_rate.code and on_day < r.before order by r.before limit 1),
+    (select s.rate from app_public.sales_tax_codes s where s.code = sales_tax_rate.code))
+$function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.save_bank_import_layout(org uuid, payment_account_id uuid, name text, flags jsonb)
@@ -3774,6 +3818,34 @@ CREATE OR REPLACE FUNCTION app_private.tax_code_json(t app_public.tax_codes)
  IMMUTABLE
 AS $function$ select case when t.id is null then null else jsonb_build_object('id', t.id, 'code', t.code, 'name', t.name,
      'classification', t.classification, 'accountType', t.account_type) end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tax_for_account(amount numeric, code text, direction text, on_day date)
+ RETURNS numeric
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case when exists (select 1 from app_public.sales_tax_codes s where s.code = tax_for_account.code)
+    then coalesce((select sum(t.portion) from app_private.tax_included_parts(amount, code, on_day) t
+                    where t.recoverable or direction = 'in'), 0) end
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tax_included_parts(amount numeric, code text, on_day date)
+ RETURNS TABLE(part text, tax_type text, recoverable boolean, portion numeric)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  with parts as (
+    select s.code, s.tax_type, s.recoverable = 'yes' as recoverable, app_private.sales_tax_rate(s.code, on_day) as rate
+      from app_public.sales_tax_code_parts p join app_public.sales_tax_codes s on s.code = p.part
+     where p.code = tax_included_parts.code
+  )
+  select p.code, p.tax_type, p.recoverable, app_private.round_half_even(amount * p.rate / (100 + t.total))
+    from parts p cross join (select sum(rate) as total from parts) t
+   where p.rate > 0
+   order by p.code
+$function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.tg__nfc()
@@ -6080,10 +6152,13 @@ begin
     select a.classification into v_classification from app_public.accounts a where a.id = v_category;
     if not app_private.category_fits(v_type, v_classification) then v_category := null; end if;
   end if;
-  -- A tax portion computed from a sales tax code follows the amount.
+  -- A tax portion computed from a sales tax code follows the amount, the type and the date.
   v_tax := e.tax_amount;
-  if e.tax_code is not null and v_amount <> e.functional_amount then
-    select round(v_amount * s.rate / (100 + s.rate), 2) into v_tax from app_public.sales_tax_codes s where s.code = e.tax_code;
+  if e.tax_code is not null then
+    v_tax := app_private.tax_for_account(v_amount, e.tax_code,
+      case when update_ledger_event.event_type is null then e.direction else app_private.direction_for(v_type) end,
+      case when update_ledger_event.transaction_date is null then e.transaction_date
+           else app_private.parse_date(update_ledger_event.transaction_date, 'Transaction date must be a date in YYYY-MM-DD format.') end);
   end if;
   if v_tax is not null and v_tax >= v_amount then
     perform app_private.fail('Tax amount must be less than the amount.');
@@ -6175,7 +6250,6 @@ declare
   v_tax numeric;
   v_tax_account uuid;
   v_tax_code text;
-  v_rate numeric;
 begin
   perform app_private.assert_org_access(organization_id, false);
   perform set_config('app.audit_action', 'classify', true);
@@ -6195,9 +6269,8 @@ begin
   v_tax_code := coalesce(tax_code, e.tax_code);
   v_tax := e.tax_amount;
   if tax_code is not null then
-    select s.rate into v_rate from app_public.sales_tax_codes s where s.code = update_staged_entry.tax_code;
-    if v_rate is null then perform app_private.fail('Unknown tax code.'); end if;
-    v_tax := round(e.functional_amount * v_rate / (100 + v_rate), 2);
+    v_tax := app_private.tax_for_account(e.functional_amount, update_staged_entry.tax_code, e.direction, e.transaction_date);
+    if v_tax is null then perform app_private.fail('Unknown tax code.'); end if;
   end if;
   if tax_amount is not null then
     v_tax := app_private.parse_amount(tax_amount, 'Tax amount must be a decimal string of at least 0.', true);
