@@ -1690,6 +1690,13 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.default_tax_account()
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE
+AS $function$ select a.id from app_public.accounts a where a.account_type = 'tax_payable' and a.active order by a.created, a.id limit 1 $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.delete_processor_imports(org uuid, batch_key text DEFAULT NULL::text, dry_run boolean DEFAULT false)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -2071,6 +2078,13 @@ AS $function$
      group by i.organization_id) o
 $function$
 -- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.is_sale(category uuid, event_type text)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$ select coalesce((select a.classification = 'revenue' from app_public.accounts a where a.id = category), event_type = 'income') $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.iso(ts timestamp with time zone)
  RETURNS text
@@ -3820,14 +3834,14 @@ AS $function$ select case when t.id is null then null else jsonb_build_object('i
      'classification', t.classification, 'accountType', t.account_type) end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.tax_for_account(amount numeric, code text, direction text, on_day date)
+CREATE OR REPLACE FUNCTION app_private.tax_for_account(amount numeric, code text, sale boolean, on_day date)
  RETURNS numeric
  LANGUAGE sql
  STABLE
 AS $function$
   select case when exists (select 1 from app_public.sales_tax_codes s where s.code = tax_for_account.code)
     then coalesce((select sum(t.portion) from app_private.tax_included_parts(amount, code, on_day) t
-                    where t.recoverable or direction = 'in'), 0) end
+                    where t.recoverable or sale), 0) end
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -6129,6 +6143,8 @@ declare
   v_amount numeric;
   v_tax numeric;
   v_classification text;
+  v_date date;
+  v_tax_account uuid;
   v_memo text := normalize(memo, NFC);
 begin
   perform app_private.assert_org_access(organization_id, false);
@@ -6152,27 +6168,33 @@ begin
     select a.classification into v_classification from app_public.accounts a where a.id = v_category;
     if not app_private.category_fits(v_type, v_classification) then v_category := null; end if;
   end if;
-  -- A tax portion computed from a sales tax code follows the amount, the type and the date.
+  -- A tax portion computed from a sales tax code follows the amount, the side (sale or purchase)
+  -- and the date; an edit of anything else leaves it as it is.
   v_tax := e.tax_amount;
-  if e.tax_code is not null then
-    v_tax := app_private.tax_for_account(v_amount, e.tax_code,
-      case when update_ledger_event.event_type is null then e.direction else app_private.direction_for(v_type) end,
-      case when update_ledger_event.transaction_date is null then e.transaction_date
-           else app_private.parse_date(update_ledger_event.transaction_date, 'Transaction date must be a date in YYYY-MM-DD format.') end);
+  v_tax_account := e.tax_account_id;
+  v_date := case when update_ledger_event.transaction_date is null then e.transaction_date
+                 else app_private.parse_date(update_ledger_event.transaction_date, 'Transaction date must be a date in YYYY-MM-DD format.') end;
+  if e.tax_code is not null and (v_amount <> e.functional_amount or v_date <> e.transaction_date
+       or app_private.is_sale(v_category, v_type) is distinct from app_private.is_sale(e.category_id, e.event_type)) then
+    v_tax := app_private.tax_for_account(v_amount, e.tax_code, app_private.is_sale(v_category, v_type), v_date);
+    if v_tax > 0 and v_tax_account is null then
+      v_tax_account := app_private.default_tax_account();
+      if v_tax_account is null then perform app_private.fail('A tax account is required for a tax amount.'); end if;
+    end if;
   end if;
   if v_tax is not null and v_tax >= v_amount then
     perform app_private.fail('Tax amount must be less than the amount.');
   end if;
   update app_public.ledger_events x set
-      transaction_date = case when update_ledger_event.transaction_date is null then x.transaction_date
-        else app_private.parse_date(update_ledger_event.transaction_date, 'Transaction date must be a date in YYYY-MM-DD format.') end,
+      transaction_date = v_date,
       memo = coalesce(v_memo, x.memo),
       functional_amount = v_amount,
       event_type = v_type,
       -- Only a change of type recomputes the direction: an imported event's comes from the sign.
       direction = case when update_ledger_event.event_type is null then x.direction else app_private.direction_for(v_type) end,
       category_id = v_category,
-      tax_amount = v_tax
+      tax_amount = v_tax,
+      tax_account_id = v_tax_account
     where x.id = e.id;
   return jsonb_build_object('success', true, 'error', null, 'event', app_private.ledger_event_json_by_id(e.id));
 end $function$
@@ -6269,7 +6291,8 @@ begin
   v_tax_code := coalesce(tax_code, e.tax_code);
   v_tax := e.tax_amount;
   if tax_code is not null then
-    v_tax := app_private.tax_for_account(e.functional_amount, update_staged_entry.tax_code, e.direction, e.transaction_date);
+    v_tax := app_private.tax_for_account(e.functional_amount, update_staged_entry.tax_code,
+      app_private.is_sale(v_category, e.event_type), e.transaction_date);
     if v_tax is null then perform app_private.fail('Unknown tax code.'); end if;
   end if;
   if tax_amount is not null then
@@ -6282,9 +6305,7 @@ begin
   v_tax_account := coalesce(tax_account_id, e.tax_account_id);
   if tax_account_id is not null then perform app_private.check_tax_account(tax_account_id); end if;
   if coalesce(v_tax, 0) > 0 and v_tax_account is null then
-    -- The organization's sales tax account (the starter chart's GST/HST Payable).
-    select a.id into v_tax_account from app_public.accounts a
-     where a.account_type = 'tax_payable' and a.active order by a.created, a.id limit 1;
+    v_tax_account := app_private.default_tax_account();
     if v_tax_account is null then perform app_private.fail('A tax account is required for a tax amount.'); end if;
   end if;
   if v_tax_account is not null and v_tax_account in (v_category, v_payment) then

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTenant, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
-import { accountsOf, addAccount, call, CLASSIFY, createEvent, GET, UPDATE, type Accounts } from "./ledger-fixtures.js";
+import { accountsOf, addAccount, call, CLASSIFY, CONFIRM, createEvent, GET, UPDATE, type Accounts } from "./ledger-fixtures.js";
 
 let h: Harness;
 let t: Tenant;
@@ -78,8 +78,27 @@ describe("a tax code given to updateStagedEntry", () => {
     expect(await get()).toBe("15.00");
     await call(h, t, UPDATE, { eventId, amount: "230.00" }, "updateLedgerEvent");
     expect(await get()).toBe("30.00");
+    // A purchase of PST_BC puts nothing in the tax account; made a sale, it collects 7.00, and the
+    // tax account it now needs is given, so that it can be confirmed.
     const pst = (await taxOf("107.00", "PST_BC")).eventId;
     await call(h, t, UPDATE, { eventId: pst, eventType: "income" }, "updateLedgerEvent");
-    expect((await call(h, t, GET, { eventId: pst }, "getLedgerEvent")).taxAmount).toBe("7.00");
+    await call(h, t, CLASSIFY, { eventId: pst, categoryId: acc["Sales Revenue"] }, "updateStagedEntry");
+    expect(await call(h, t, GET, { eventId: pst }, "getLedgerEvent")).toMatchObject({ taxAmount: "7.00", taxAccount: { id: acc["GST/HST Payable"] } });
+    expect(await call(h, t, CONFIRM, { eventId: pst }, "confirmLedgerEvent")).toMatchObject({ success: true });
+  });
+
+  it("a typed tax amount stays through an edit of anything else", async () => {
+    const eventId = await createEvent(h, t, { amount: "113.00" });
+    await call(h, t, CLASSIFY, { eventId, categoryId: acc["Office Supplies"], paymentId: acc["Chequing"], taxCode: "HST_ON", taxAmount: "12.50" }, "updateStagedEntry");
+    await call(h, t, UPDATE, { eventId, memo: "printer paper" }, "updateLedgerEvent");
+    expect(await call(h, t, GET, { eventId }, "getLedgerEvent")).toMatchObject({ taxAmount: "12.50", taxCode: "HST_ON" });
+  });
+
+  it("sale or purchase follows the category, not the way the money moved: a supplier's refund comes in", async () => {
+    const eventId = await createEvent(h, t, { amount: "112.00" });
+    // As a bank import writes it: an expense whose money came in.
+    await h.owner.query("update app_public.ledger_events set direction = 'in' where id = $1", [eventId]);
+    await call(h, t, CLASSIFY, { eventId, categoryId: acc["Office Supplies"], paymentId: acc["Chequing"], taxCode: "GST_PST_BC" }, "updateStagedEntry");
+    expect((await call(h, t, GET, { eventId }, "getLedgerEvent")).taxAmount).toBe("5.00");
   });
 });

@@ -1,35 +1,34 @@
 --! Previous: sha1:c1b8fc10e60021edb7887aca8b2dfcc8cd268156
---! Hash: sha1:a9bc4da003074f19af11d2bb54217a865d289edd
---! Message: Sales tax codes know their taxes: combined codes by their parts, each tax GST/HST, QST or PST and recoverable or not, rates by date (HST_NS 15% before 2025-04-01); a tax code puts in the tax account all the tax on a sale and only the recoverable taxes on a purchase (PST is part of the expense), each tax rounded half to even
+--! Hash: sha1:1ac75c6d9dae2d044c8ceb3a36d5c1ae755a70af
+--! Message: Sales tax codes know their taxes (combined codes by their parts, derived from the reference codes; each tax GST/HST, QST or PST, recoverable or not; HST_NS 15% before 2025-04-01); a tax code puts in the tax account all the tax on a sale and only the recoverable taxes on a purchase, each tax rounded half to even; unposted events whose tax the former rule computed take the new one
 
--- Sales tax codes know their parts and each part's tax: a combined code is the taxes it combines
--- (GST_QST: GST and QST, each charged on the price before tax), and each single tax is GST/HST,
--- QST or PST (with RST), recoverable or not. Reference data, the same for everyone
--- (data/sales_tax_codes.csv and its sources; the rules: docs/api.md, Chart of accounts, contacts and rules).
+-- Sales tax codes know their taxes: a combined code is the taxes it combines (GST_QST: GST and QST,
+-- each charged on the price before tax), and each single tax is GST/HST, QST or PST (with RST),
+-- recoverable or not. Both follow from the reference codes (data/sales_tax_codes.csv): a combined
+-- code is GST_ and the code of the other tax. The rules: docs/api.md, Chart of accounts, contacts and rules.
 alter table app_public.sales_tax_codes add column if not exists tax_type text
   check (tax_type in ('GST_HST', 'QST', 'PST'));
-update app_public.sales_tax_codes set tax_type = case
-    when code = 'GST' or code like 'HST\_%' then 'GST_HST'
-    when code = 'QST' then 'QST'
-    when code in ('PST_BC', 'RST_MB', 'PST_SK') then 'PST' end
-  where tax_type is distinct from case
-    when code = 'GST' or code like 'HST\_%' then 'GST_HST'
-    when code = 'QST' then 'QST'
-    when code in ('PST_BC', 'RST_MB', 'PST_SK') then 'PST' end;
+update app_public.sales_tax_codes s set tax_type = t.tax_type
+  from (select code, case when code = 'GST' or code like 'HST\_%' then 'GST_HST' when code = 'QST' then 'QST'
+                          when code like 'PST\_%' or code like 'RST\_%' then 'PST' end as tax_type
+          from app_public.sales_tax_codes) t
+ where t.code = s.code and s.tax_type is distinct from t.tax_type;
 
 create table if not exists app_public.sales_tax_code_parts (
   code text not null references app_public.sales_tax_codes (code),
   part text not null references app_public.sales_tax_codes (code),
   primary key (code, part)
 );
-insert into app_public.sales_tax_code_parts (code, part) values
-  ('GST', 'GST'), ('HST_ON', 'HST_ON'), ('HST_NS', 'HST_NS'), ('HST_NB', 'HST_NB'), ('HST_NL', 'HST_NL'),
-  ('HST_PE', 'HST_PE'), ('QST', 'QST'), ('PST_BC', 'PST_BC'), ('RST_MB', 'RST_MB'), ('PST_SK', 'PST_SK'),
-  ('GST_QST', 'GST'), ('GST_QST', 'QST'), ('GST_PST_BC', 'GST'), ('GST_PST_BC', 'PST_BC'),
-  ('GST_RST_MB', 'GST'), ('GST_RST_MB', 'RST_MB'), ('GST_PST_SK', 'GST'), ('GST_PST_SK', 'PST_SK')
+insert into app_public.sales_tax_code_parts (code, part)
+  select s.code, s.code from app_public.sales_tax_codes s where s.tax_type is not null
+  union all
+  select s.code, p.part from app_public.sales_tax_codes s
+   cross join lateral (values ('GST'), (substr(s.code, 5))) p (part)
+   where s.code like 'GST\_%' and s.tax_type is null
   on conflict do nothing;
 
--- A rate that held before a day: HST_NS was 15% until 2025-03-31 (14% from 2025-04-01).
+-- A rate that held before a day: HST_NS was 15% until 2025-03-31 and is 14% from 2025-04-01
+-- (SOR/2025-77; the shared reference data's notes on sales_tax_codes.csv).
 create table if not exists app_public.sales_tax_rates_before (
   code text not null references app_public.sales_tax_codes (code),
   before date not null,
@@ -151,17 +150,33 @@ $$
 $$;
 grant execute on function app_private.tax_included_parts(amount numeric, code text, on_day date) to accounting_visitor;
 
--- What an event's tax account receives under a code: on a sale ('in') all the tax collected; on a
--- purchase ('out') the recoverable taxes (GST/HST, QST), since PST and RST paid are part of the
--- expense. Null for a code that does not exist.
-create or replace function app_private.tax_for_account(amount numeric, code text, direction text, on_day date) returns numeric
+-- Whether an event is a sale (its tax collected) or a purchase (its tax paid): by its category's
+-- classification, revenue or not, and without a category by its type. The direction the money
+-- moved says neither: a supplier's refund comes in, a refund to a customer goes out.
+create or replace function app_private.is_sale(category uuid, event_type text) returns boolean
+  language sql stable as
+$$ select coalesce((select a.classification = 'revenue' from app_public.accounts a where a.id = category), event_type = 'income') $$;
+grant execute on function app_private.is_sale(category uuid, event_type text) to accounting_visitor;
+
+drop function if exists app_private.tax_for_account(numeric, text, text, date);
+-- What an event's tax account receives under a code: on a sale all the tax collected; on a
+-- purchase the recoverable taxes (GST/HST, QST), since PST and RST paid are part of the expense.
+-- Null for a code that does not exist.
+create or replace function app_private.tax_for_account(amount numeric, code text, sale boolean, on_day date) returns numeric
   language sql stable as
 $$
   select case when exists (select 1 from app_public.sales_tax_codes s where s.code = tax_for_account.code)
     then coalesce((select sum(t.portion) from app_private.tax_included_parts(amount, code, on_day) t
-                    where t.recoverable or direction = 'in'), 0) end
+                    where t.recoverable or sale), 0) end
 $$;
-grant execute on function app_private.tax_for_account(amount numeric, code text, direction text, on_day date) to accounting_visitor;
+grant execute on function app_private.tax_for_account(amount numeric, code text, sale boolean, on_day date) to accounting_visitor;
+
+-- The organization's sales tax account (the starter chart's GST/HST Payable): every tax type goes
+-- to it for now (QST and PST to accounts of their own come with split transactions).
+create or replace function app_private.default_tax_account() returns uuid
+  language sql stable as
+$$ select a.id from app_public.accounts a where a.account_type = 'tax_payable' and a.active order by a.created, a.id limit 1 $$;
+grant execute on function app_private.default_tax_account() to accounting_visitor;
 --! EndIncluded chart/tax-codes.sql
 --! Included ledger/events.sql
 -- Ledger events: creation, edits, the staged entry, lists and lookups, and the daily counts the
@@ -586,6 +601,8 @@ declare
   v_amount numeric;
   v_tax numeric;
   v_classification text;
+  v_date date;
+  v_tax_account uuid;
   v_memo text := normalize(memo, NFC);
 begin
   perform app_private.assert_org_access(organization_id, false);
@@ -609,27 +626,33 @@ begin
     select a.classification into v_classification from app_public.accounts a where a.id = v_category;
     if not app_private.category_fits(v_type, v_classification) then v_category := null; end if;
   end if;
-  -- A tax portion computed from a sales tax code follows the amount, the type and the date.
+  -- A tax portion computed from a sales tax code follows the amount, the side (sale or purchase)
+  -- and the date; an edit of anything else leaves it as it is.
   v_tax := e.tax_amount;
-  if e.tax_code is not null then
-    v_tax := app_private.tax_for_account(v_amount, e.tax_code,
-      case when update_ledger_event.event_type is null then e.direction else app_private.direction_for(v_type) end,
-      case when update_ledger_event.transaction_date is null then e.transaction_date
-           else app_private.parse_date(update_ledger_event.transaction_date, 'Transaction date must be a date in YYYY-MM-DD format.') end);
+  v_tax_account := e.tax_account_id;
+  v_date := case when update_ledger_event.transaction_date is null then e.transaction_date
+                 else app_private.parse_date(update_ledger_event.transaction_date, 'Transaction date must be a date in YYYY-MM-DD format.') end;
+  if e.tax_code is not null and (v_amount <> e.functional_amount or v_date <> e.transaction_date
+       or app_private.is_sale(v_category, v_type) is distinct from app_private.is_sale(e.category_id, e.event_type)) then
+    v_tax := app_private.tax_for_account(v_amount, e.tax_code, app_private.is_sale(v_category, v_type), v_date);
+    if v_tax > 0 and v_tax_account is null then
+      v_tax_account := app_private.default_tax_account();
+      if v_tax_account is null then perform app_private.fail('A tax account is required for a tax amount.'); end if;
+    end if;
   end if;
   if v_tax is not null and v_tax >= v_amount then
     perform app_private.fail('Tax amount must be less than the amount.');
   end if;
   update app_public.ledger_events x set
-      transaction_date = case when update_ledger_event.transaction_date is null then x.transaction_date
-        else app_private.parse_date(update_ledger_event.transaction_date, 'Transaction date must be a date in YYYY-MM-DD format.') end,
+      transaction_date = v_date,
       memo = coalesce(v_memo, x.memo),
       functional_amount = v_amount,
       event_type = v_type,
       -- Only a change of type recomputes the direction: an imported event's comes from the sign.
       direction = case when update_ledger_event.event_type is null then x.direction else app_private.direction_for(v_type) end,
       category_id = v_category,
-      tax_amount = v_tax
+      tax_amount = v_tax,
+      tax_account_id = v_tax_account
     where x.id = e.id;
   return jsonb_build_object('success', true, 'error', null, 'event', app_private.ledger_event_json_by_id(e.id));
 end $$;
@@ -669,7 +692,8 @@ begin
   v_tax_code := coalesce(tax_code, e.tax_code);
   v_tax := e.tax_amount;
   if tax_code is not null then
-    v_tax := app_private.tax_for_account(e.functional_amount, update_staged_entry.tax_code, e.direction, e.transaction_date);
+    v_tax := app_private.tax_for_account(e.functional_amount, update_staged_entry.tax_code,
+      app_private.is_sale(v_category, e.event_type), e.transaction_date);
     if v_tax is null then perform app_private.fail('Unknown tax code.'); end if;
   end if;
   if tax_amount is not null then
@@ -682,9 +706,7 @@ begin
   v_tax_account := coalesce(tax_account_id, e.tax_account_id);
   if tax_account_id is not null then perform app_private.check_tax_account(tax_account_id); end if;
   if coalesce(v_tax, 0) > 0 and v_tax_account is null then
-    -- The organization's sales tax account (the starter chart's GST/HST Payable).
-    select a.id into v_tax_account from app_public.accounts a
-     where a.account_type = 'tax_payable' and a.active order by a.created, a.id limit 1;
+    v_tax_account := app_private.default_tax_account();
     if v_tax_account is null then perform app_private.fail('A tax account is required for a tax amount.'); end if;
   end if;
   if v_tax_account is not null and v_tax_account in (v_category, v_payment) then
@@ -698,3 +720,12 @@ begin
 end $$;
 grant execute on function app_public.update_staged_entry(organization_id uuid, event_id uuid, category_id uuid, payment_id uuid, tax_amount text, tax_account_id uuid, tax_code text) to accounting_visitor;
 --! EndIncluded ledger/events.sql
+
+-- Events classified but not yet posted whose tax was computed by the former rule (the code's whole
+-- rate, rounded half away from zero) take the new one: a purchase's PST was counted as an input
+-- tax credit. An amount a person typed (any other) stays.
+update app_public.ledger_events e
+   set tax_amount = app_private.tax_for_account(e.functional_amount, e.tax_code, app_private.is_sale(e.category_id, e.event_type), e.transaction_date)
+ where e.status in ('needs_review', 'pending') and e.tax_code is not null
+   and e.tax_amount = (select round(e.functional_amount * s.rate / (100 + s.rate), 2) from app_public.sales_tax_codes s where s.code = e.tax_code)
+   and e.tax_amount is distinct from app_private.tax_for_account(e.functional_amount, e.tax_code, app_private.is_sale(e.category_id, e.event_type), e.transaction_date);
