@@ -1690,13 +1690,6 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.default_tax_account()
- RETURNS uuid
- LANGUAGE sql
- STABLE
-AS $function$ select a.id from app_public.accounts a where a.account_type = 'tax_payable' and a.active order by a.created, a.id limit 1 $function$
--- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
-
 CREATE OR REPLACE FUNCTION app_private.delete_processor_imports(org uuid, batch_key text DEFAULT NULL::text, dry_run boolean DEFAULT false)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -3823,6 +3816,20 @@ begin
   end if;
   v_scan := app_private.queue_source_scan(organization_id, receipt_source_id);
   return jsonb_build_object('success', true, 'error', null, 'scanId', v_scan);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tax_account_or_default(tax numeric, account uuid)
+ RETURNS uuid
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  if account is not null or coalesce(tax, 0) = 0 then return account; end if;
+  select a.id into account from app_public.accounts a
+   where a.account_type = 'tax_payable' and a.active order by a.created, a.id limit 1;
+  if account is null then perform app_private.fail('A tax account is required for a tax amount.'); end if;
+  return account;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -6144,6 +6151,7 @@ declare
   v_tax numeric;
   v_classification text;
   v_date date;
+  v_sale boolean;
   v_tax_account uuid;
   v_memo text := normalize(memo, NFC);
 begin
@@ -6174,12 +6182,11 @@ begin
   v_tax_account := e.tax_account_id;
   v_date := case when update_ledger_event.transaction_date is null then e.transaction_date
                  else app_private.parse_date(update_ledger_event.transaction_date, 'Transaction date must be a date in YYYY-MM-DD format.') end;
-  if e.tax_code is not null and (v_amount <> e.functional_amount or v_date <> e.transaction_date
-       or app_private.is_sale(v_category, v_type) is distinct from app_private.is_sale(e.category_id, e.event_type)) then
-    v_tax := app_private.tax_for_account(v_amount, e.tax_code, app_private.is_sale(v_category, v_type), v_date);
-    if v_tax > 0 and v_tax_account is null then
-      v_tax_account := app_private.default_tax_account();
-      if v_tax_account is null then perform app_private.fail('A tax account is required for a tax amount.'); end if;
+  if e.tax_code is not null then
+    v_sale := app_private.is_sale(v_category, v_type);
+    if v_amount <> e.functional_amount or v_date <> e.transaction_date or v_sale is distinct from app_private.is_sale(e.category_id, e.event_type) then
+      v_tax := app_private.tax_for_account(v_amount, e.tax_code, v_sale, v_date);
+      v_tax_account := app_private.tax_account_or_default(v_tax, v_tax_account);
     end if;
   end if;
   if v_tax is not null and v_tax >= v_amount then
@@ -6304,10 +6311,7 @@ begin
   end if;
   v_tax_account := coalesce(tax_account_id, e.tax_account_id);
   if tax_account_id is not null then perform app_private.check_tax_account(tax_account_id); end if;
-  if coalesce(v_tax, 0) > 0 and v_tax_account is null then
-    v_tax_account := app_private.default_tax_account();
-    if v_tax_account is null then perform app_private.fail('A tax account is required for a tax amount.'); end if;
-  end if;
+  v_tax_account := app_private.tax_account_or_default(v_tax, v_tax_account);
   if v_tax_account is not null and v_tax_account in (v_category, v_payment) then
     perform app_private.fail('The tax account must differ from the category and payment accounts.');
   end if;

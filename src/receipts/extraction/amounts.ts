@@ -45,3 +45,8 @@ export function formatCents(cents: number): string {
   const abs = Math.abs(cents);
   return `${sign}${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, "0")}`;
 }
+
+/** A price somewhere on the line ("4.50", "12,00"): an item, a total, a payment, never a heading. */
+export function hasPrice(line: string): boolean {
+  return /\d[.,]\d{2}\b/.test(line);
+}

@@ -1,3 +1,5 @@
+import { hasPrice } from "./amounts.js";
+
 /**
  * A receipt a person forwards from a phone arrives wrapped: a phone signature ("Sent from my
  * iPhone"), a forward marker ("---------- Forwarded message ---------", "Begin forwarded
@@ -17,7 +19,6 @@ const RULE = /^(?:-{5,}|_{5,})$/;
 const HEADER = /^(from|sent|to|cc|bcc|date|subject|reply-to|de|envoyé|objet|à|von|gesendet|an|betreff)\s*:\s*(.*)$/i;
 /** A note a person writes above what they forward is this short, and names no amount. */
 const MAX_NOTE_LINES = 6;
-const AMOUNT = /\d[.,]\d{2}\b/;
 /** Quoting of a forwarded body: "> TOTAL 12.00". */
 const QUOTE = /^>+\s?/;
 
@@ -44,7 +45,7 @@ export function unwrapForwarded(lines: string[]): Unwrapped {
     // when it is a few lines with no amount; a receipt above a quoted thread stays.
     if (isHeaders && !noteLooked) {
       noteLooked = true;
-      if (kept.length <= MAX_NOTE_LINES && !kept.some((line) => AMOUNT.test(line))) kept.length = 0;
+      if (kept.length <= MAX_NOTE_LINES && !kept.some(hasPrice)) kept.length = 0;
     }
     for (const h of held) {
       if (!isHeaders) kept.push(h.line);

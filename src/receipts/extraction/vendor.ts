@@ -1,3 +1,4 @@
+import { hasPrice } from "./amounts.js";
 import type { FieldConfidence } from "./types.js";
 
 /**
@@ -141,7 +142,7 @@ export function nameScore(line: string): number {
   if (letters(name) < 3) return -Infinity;
   if (TITLE.test(name) || CONTACT.test(name) || DATE_OR_TIME.test(name) || REGISTRATION.test(name)) return -Infinity;
   // A line with a price on it is an item or a total, not the shop.
-  if (/\d[.,]\d{2}\b/.test(line)) return -Infinity;
+  if (hasPrice(line)) return -Infinity;
   const business = BUSINESS_WORD.test(name);
   if (isAddress(name) && !business) return -Infinity;
   const compact = name.replace(/\s/g, "");
