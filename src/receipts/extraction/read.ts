@@ -37,7 +37,7 @@ export async function ocrImage(
   };
   const settled = await Promise.allSettled(readings.map(read));
   // A reading that fails (an engine that could not start, one past its time) leaves the others'
-  // texts; an image no engine reads fails with the first reason.
+  // texts; an image no engine reads fails, for good when any reason is permanent.
   const texts = settled.flatMap((r) => (r.status === "fulfilled" ? [r.value] : []));
   if (texts.length === 0) {
     // A permanent reason (a timeout, an undecodable image) outranks a passing one (an engine that did not start).
