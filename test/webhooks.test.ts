@@ -213,7 +213,9 @@ describe("deliveries", () => {
       expect(verified("whsec_" + "x".repeat(40), got.headers["accounting-signature"] as string, got.body)).toBe(false);
       expect(got.event).toMatchObject({ type: "ledger_event.confirmed", organizationId: t.organizationId, data: { object: { id, status: "confirmed" } } });
       expect(got.event.created).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-      const log = dataOf(await h.gql(DELIVERIES, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt), "listWebhookDeliveries");
+      // The worker records the answer after the receiver has sent it: wait for the record.
+      const log = await until(async () => dataOf(await h.gql(DELIVERIES, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt), "listWebhookDeliveries"),
+        (l) => l.items[0]?.status !== "pending");
       expect(log.items).toMatchObject([{ eventId: got.event.id, eventType: "ledger_event.confirmed", status: "succeeded", attempts: 1, responseCode: 200, lastError: null, nextAttemptAt: null }]);
       await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
     });
@@ -278,7 +280,8 @@ describe("deliveries", () => {
       expect(delivered.map((r) => r.event.data.object.merchantName)).toEqual(names);
       expect(delivered.map((r) => r.event.created)).toEqual([...delivered.map((r) => r.event.created)].sort());
       expect(receiver.received[0].event.data.object.id).toBe(stuck);
-      const pending = dataOf(await h.gql(DELIVERIES, { o: t.organizationId, id: webhookEndpoint.id, status: "pending" }, t.ownerJwt), "listWebhookDeliveries");
+      const pending = await until(async () => dataOf(await h.gql(DELIVERIES, { o: t.organizationId, id: webhookEndpoint.id, status: "pending" }, t.ownerJwt), "listWebhookDeliveries"),
+        (l) => l.items[0]?.responseCode != null);
       expect(pending.items[0]).toMatchObject({ status: "pending", responseCode: 503, lastError: "The endpoint answered HTTP 503." });
       expect(pending.items[0].nextAttemptAt).not.toBeNull();
       await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
