@@ -277,6 +277,8 @@ table app_public.journal_lines (row-level security, forced)
   column debit numeric(20,2) not null default 0
   column credit numeric(20,2) not null default 0
   column voided boolean not null default false  grants: accounting_visitor: UPDATE
+  column tax_type text
+  column tax_on_sale boolean
   constraint journal_lines_check CHECK (((debit = (0)::numeric) <> (credit = (0)::numeric)))
   constraint journal_lines_credit_check CHECK ((credit >= (0)::numeric))
   constraint journal_lines_debit_check CHECK ((debit >= (0)::numeric))
@@ -284,6 +286,7 @@ table app_public.journal_lines (row-level security, forced)
   constraint journal_lines_organization_id_entry_id_fkey FOREIGN KEY (organization_id, entry_id) REFERENCES app_public.journal_entries(organization_id, id) ON DELETE CASCADE
   constraint journal_lines_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
   constraint journal_lines_pkey PRIMARY KEY (id)
+  constraint journal_lines_tax_type_check CHECK ((((tax_type = ANY (ARRAY['GST_HST'::text, 'QST'::text, 'PST'::text])) AND (tax_on_sale IS NOT NULL)) OR ((tax_type IS NULL) AND (tax_on_sale IS NULL))))
   CREATE INDEX journal_lines_account_idx ON app_public.journal_lines USING btree (organization_id, account_id, txn_date)
   CREATE INDEX journal_lines_entry_idx ON app_public.journal_lines USING btree (entry_id)
   CREATE UNIQUE INDEX journal_lines_pkey ON app_public.journal_lines USING btree (id)
@@ -340,6 +343,7 @@ table app_public.ledger_events (row-level security, forced)
   column import_batch_id uuid
   column source_id text
   column reversal_entry_id uuid  grants: accounting_visitor: UPDATE
+  column splits jsonb  grants: accounting_visitor: UPDATE
   constraint ledger_events_direction_check CHECK ((direction = ANY (ARRAY['in'::text, 'out'::text])))
   constraint ledger_events_event_type_check CHECK ((event_type = ANY (ARRAY['expense'::text, 'income'::text, 'transfer'::text, 'refund'::text])))
   constraint ledger_events_functional_amount_check CHECK ((functional_amount > (0)::numeric))
@@ -357,6 +361,7 @@ table app_public.ledger_events (row-level security, forced)
   constraint ledger_events_reversal_entry_fkey FOREIGN KEY (organization_id, reversal_entry_id) REFERENCES app_public.journal_entries(organization_id, id) DEFERRABLE INITIALLY DEFERRED
   constraint ledger_events_source_check CHECK ((source = ANY (ARRAY['manual'::text, 'bank_import'::text, 'processor_import'::text])))
   constraint ledger_events_source_id_check CHECK (((length(source_id) >= 1) AND (length(source_id) <= 300)))
+  constraint ledger_events_splits_add_up CHECK (((splits IS NULL) OR ((jsonb_typeof(splits) = 'array'::text) AND (app_private.splits_total(splits) = functional_amount))))
   constraint ledger_events_status_check CHECK ((status = ANY (ARRAY['needs_review'::text, 'confirmed'::text, 'synced'::text, 'reconciled'::text, 'pending'::text, 'ignored'::text])))
   constraint ledger_events_tax_amount_check CHECK ((tax_amount >= (0)::numeric))
   constraint ledger_events_tax_code_fkey FOREIGN KEY (tax_code) REFERENCES app_public.sales_tax_codes(code)
@@ -590,6 +595,19 @@ table app_public.sales_tax_codes
   CREATE UNIQUE INDEX sales_tax_codes_pkey ON app_public.sales_tax_codes USING btree (code)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
 
+table app_public.sales_tax_daily_totals (row-level security, forced)
+  column organization_id uuid not null
+  column day date not null
+  column tax_type text not null
+  column collected numeric(20,2) not null default 0
+  column input_tax_credits numeric(20,2) not null default 0
+  column events integer not null default 0
+  constraint sales_tax_daily_totals_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint sales_tax_daily_totals_pkey PRIMARY KEY (organization_id, tax_type, day)
+  constraint sales_tax_daily_totals_tax_type_check CHECK ((tax_type = ANY (ARRAY['GST_HST'::text, 'QST'::text, 'PST'::text])))
+  CREATE UNIQUE INDEX sales_tax_daily_totals_pkey ON app_public.sales_tax_daily_totals USING btree (organization_id, tax_type, day)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
+
 table app_public.sales_tax_rates_before
   column code text not null
   column before date not null
@@ -736,7 +754,9 @@ view reporting.general_ledger with (security_invoker=true) as
     e.memo,
     e.event_type,
     e.status AS event_status,
-    j.reverses_entry_id
+    j.reverses_entry_id,
+    l.tax_type,
+    l.tax_on_sale
    FROM (((app_public.journal_lines l
      JOIN app_public.journal_entries j ON (((j.id = l.entry_id) AND (j.voided_at IS NULL))))
      JOIN app_public.ledger_events e ON ((e.id = j.event_id)))
@@ -760,6 +780,25 @@ view reporting.income_statement_monthly with (security_invoker=true) as
   WHERE (a.classification = ANY (ARRAY['revenue'::text, 'expense'::text]))
   GROUP BY t.organization_id, (date_trunc('month'::text, (t.day)::timestamp with time zone)), a.id, a.name, a.classification
  HAVING ((sum(t.debit) <> (0)::numeric) OR (sum(t.credit) <> (0)::numeric));
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; reporting_reader: SELECT
+
+view reporting.ledger_event_splits with (security_invoker=true) as
+ SELECT e.organization_id,
+    e.id AS event_id,
+    s.n AS "position",
+    e.transaction_date,
+    e.status AS event_status,
+    e.merchant_name,
+    ((s.v ->> 'category_id'::text))::uuid AS category_id,
+    a.name AS category_name,
+    ((s.v ->> 'amount'::text))::numeric(20,2) AS amount,
+    (s.v ->> 'tax_code'::text) AS tax_code,
+    ((s.v ->> 'tax_amount'::text))::numeric(20,2) AS tax_amount,
+    (s.v ->> 'memo'::text) AS memo
+   FROM ((app_public.ledger_events e
+     CROSS JOIN LATERAL jsonb_array_elements(e.splits) WITH ORDINALITY s(v, n))
+     LEFT JOIN app_public.accounts a ON ((a.id = ((s.v ->> 'category_id'::text))::uuid)))
+  WHERE (e.splits IS NOT NULL);
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; reporting_reader: SELECT
 
 view reporting.reconciliations with (security_invoker=true) as
@@ -789,6 +828,48 @@ view reporting.reconciliations with (security_invoker=true) as
     r.undone_at
    FROM (app_public.reconciliations r
      JOIN app_public.accounts a ON ((a.id = r.payment_account_id)));
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; reporting_reader: SELECT
+
+view reporting.sales_tax_return_monthly with (security_invoker=true) as
+ WITH sales AS (
+         SELECT t_1.organization_id,
+            (date_trunc('month'::text, (t_1.day)::timestamp with time zone))::date AS month,
+            (sum(t_1.credit) - sum(t_1.debit)) AS sales
+           FROM (app_public.account_daily_totals t_1
+             JOIN app_public.accounts a ON ((a.id = t_1.account_id)))
+          WHERE (a.classification = 'revenue'::text)
+          GROUP BY t_1.organization_id, ((date_trunc('month'::text, (t_1.day)::timestamp with time zone))::date)
+        ), taxes AS (
+         SELECT t_1.organization_id,
+            (date_trunc('month'::text, (t_1.day)::timestamp with time zone))::date AS month,
+            t_1.tax_type,
+            sum(t_1.collected) AS collected,
+            sum(t_1.input_tax_credits) AS itcs,
+            sum(t_1.events) AS events
+           FROM app_public.sales_tax_daily_totals t_1
+          WHERE (t_1.tax_type = ANY (ARRAY['GST_HST'::text, 'QST'::text]))
+          GROUP BY t_1.organization_id, ((date_trunc('month'::text, (t_1.day)::timestamp with time zone))::date), t_1.tax_type
+        ), months AS (
+         SELECT sales.organization_id,
+            sales.month
+           FROM sales
+        UNION
+         SELECT taxes.organization_id,
+            taxes.month
+           FROM taxes
+        )
+ SELECT m.organization_id,
+    m.month,
+    x.tax_type,
+    (COALESCE(s.sales, (0)::numeric))::numeric(20,2) AS sales_and_revenue,
+    (COALESCE(t.collected, (0)::numeric))::numeric(20,2) AS tax_collected,
+    (COALESCE(t.itcs, (0)::numeric))::numeric(20,2) AS input_tax_credits,
+    ((COALESCE(t.collected, (0)::numeric) - COALESCE(t.itcs, (0)::numeric)))::numeric(20,2) AS net_tax,
+    COALESCE(t.events, (0)::bigint) AS events
+   FROM (((months m
+     CROSS JOIN ( VALUES ('GST_HST'::text), ('QST'::text)) x(tax_type))
+     LEFT JOIN sales s ON (((s.organization_id = m.organization_id) AND (s.month = m.month))))
+     LEFT JOIN taxes t ON (((t.organization_id = m.organization_id) AND (t.month = m.month) AND (t.tax_type = x.tax_type))));
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; reporting_reader: SELECT
 
 view reporting.trial_balance with (security_invoker=true) as
@@ -1335,6 +1416,13 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.check_split_categories(splits jsonb, event_type text)
+ RETURNS void
+ LANGUAGE sql
+ STABLE
+AS $function$ select app_private.check_category((s->>'category_id')::uuid, event_type) from jsonb_array_elements(splits) s $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.check_statement_size(rows jsonb)
  RETURNS void
  LANGUAGE plpgsql
@@ -1375,6 +1463,45 @@ begin
   -- An odd number of trailing backslashes leaves the escape character dangling.
   if p ~ '(^|[^\\])(\\\\)*\\$' then perform app_private.fail('Vendor pattern is not a valid ILIKE pattern.'); end if;
   return p;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.checked_splits(splits jsonb, event_type text, amount numeric, on_day date)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  max_splits constant integer := 100;
+  s jsonb;
+  v_category uuid;
+  v_memo text;
+  v_lines jsonb := '[]'::jsonb;
+begin
+  if jsonb_typeof(splits) is distinct from 'array' or jsonb_array_length(splits) = 0 then
+    perform app_private.fail('Splits must be a list of at least one line.');
+  end if;
+  if jsonb_array_length(splits) > max_splits then perform app_private.fail(format('At most %s splits.', max_splits)); end if;
+  for s in select x from jsonb_array_elements(splits) x loop
+    if jsonb_typeof(s) is distinct from 'object' or s->>'categoryId' is null or s->>'amount' is null then
+      perform app_private.fail('Each split needs a categoryId and an amount.');
+    end if;
+    if (s->>'categoryId') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
+      perform app_private.fail('Category account not found.');
+    end if;
+    v_category := (s->>'categoryId')::uuid;
+    perform app_private.check_category(v_category, event_type);
+    v_memo := normalize(app_private.clean_text(s->>'memo'), NFC);
+    if length(v_memo) > 1000 then perform app_private.fail('A split''s memo must be at most 1000 characters.'); end if;
+    v_lines := v_lines || app_private.split_line(v_category,
+      app_private.parse_amount(s->>'amount', 'A split''s amount must be a positive decimal string.'),
+      nullif(s->>'taxCode', ''),
+      case when s->>'taxAmount' is not null
+        then app_private.parse_amount(s->>'taxAmount', 'A split''s tax amount must be a decimal string of at least 0.', true) end,
+      v_memo, event_type, on_day);
+  end loop;
+  if app_private.splits_total(v_lines) <> amount then perform app_private.fail('Splits must add up to the amount.'); end if;
+  return v_lines;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -2123,6 +2250,16 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.largest_split_category(splits jsonb)
+ RETURNS uuid
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$
+  select (s.v->>'category_id')::uuid from jsonb_array_elements(splits) with ordinality s (v, n)
+   order by (s.v->>'amount')::numeric desc, s.n limit 1
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.ledger_event_json(e app_public.ledger_events, c app_public.accounts, p app_public.accounts, t app_public.accounts, j app_public.journal_entries)
  RETURNS jsonb
  LANGUAGE sql
@@ -2138,6 +2275,7 @@ AS $function$
     'paymentAccount', case when p.id is null then null else jsonb_build_object('id', p.id, 'name', p.name) end,
     'taxAmount', app_private.money(e.tax_amount), 'taxCode', e.tax_code,
     'taxAccount', case when t.id is null then null else jsonb_build_object('id', t.id, 'name', t.name) end,
+    'splits', case when e.splits is null then '[]'::jsonb else app_private.splits_json(e.splits) end,
     'journalEntry', case when j.id is null then null else jsonb_build_object('id', j.id,
         'txnDate', to_char(j.txn_date, 'YYYY-MM-DD'), 'totalAmount', app_private.money(j.total_amount),
         'voidedAt', app_private.iso(j.voided_at)) end,
@@ -2659,19 +2797,49 @@ begin
         from app_public.ledger_events e where e.id = any (event_ids) order by e.journal_entry_id
       returning journal_entries.event_id, journal_entries.id, journal_entries.txn_date
   ),
+  posted as materialized (
+    select n.id as entry, n.txn_date, e.organization_id, e.event_type, e.transaction_date, e.category_id,
+           e.payment_account_id, e.functional_amount, e.tax_amount, e.tax_code, e.tax_account_id, e.splits,
+           e.direction = 'out' as out
+      from entries n join app_public.ledger_events e on e.id = n.event_id
+  ),
+  -- Each part of an amount that has tax: the event (unsplit) or each of its splits.
+  taxed as (
+    select p.entry, p.txn_date, p.organization_id, p.out, p.tax_account_id, p.transaction_date,
+           p.functional_amount as amount, p.tax_amount as tax, p.tax_code as code, app_private.is_sale(p.category_id, p.event_type) as sale
+      from posted p where p.splits is null and p.tax_amount > 0
+    union all
+    select p.entry, p.txn_date, p.organization_id, p.out, p.tax_account_id, p.transaction_date,
+           s.amount, s.tax_amount, s.tax_code, app_private.is_sale(s.category_id, p.event_type)
+      from posted p cross join lateral jsonb_to_recordset(p.splits) s (category_id uuid, amount numeric, tax_code text, tax_amount numeric)
+     where p.splits is not null and s.tax_amount > 0
+  ),
   lines as (
     -- out: debit category (+ tax), credit payment; in: debit payment, credit category (+ tax).
-    insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit)
-      select e.organization_id, n.id, l.account_id, n.txn_date,
-             case when l.debit_side then l.amount else 0 end, case when l.debit_side then 0 else l.amount end
-        from entries n
-        join app_public.ledger_events e on e.id = n.event_id
-        cross join lateral (values
-          (e.category_id, e.functional_amount - coalesce(e.tax_amount, 0), e.direction = 'out'),
-          (e.tax_account_id, coalesce(e.tax_amount, 0), e.direction = 'out'),
-          (e.payment_account_id, e.functional_amount, e.direction = 'in')) l (account_id, amount, debit_side)
+    insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit, tax_type, tax_on_sale)
+      select l.organization_id, l.entry, l.account_id, l.txn_date,
+             case when l.debit_side then l.amount else 0 end, case when l.debit_side then 0 else l.amount end,
+             l.tax_type, l.tax_on_sale
+        from (
+          select p.entry, p.txn_date, p.organization_id, c.account_id, c.amount, c.debit_side, null::text as tax_type, null::boolean as tax_on_sale
+            from posted p
+            cross join lateral (values
+              (p.category_id, p.functional_amount - coalesce(p.tax_amount, 0), p.out, p.splits is null),
+              (p.payment_account_id, p.functional_amount, not p.out, true)) c (account_id, amount, debit_side, kept)
+           where c.kept
+          union all
+          select p.entry, p.txn_date, p.organization_id, s.category_id, sum(s.amount - s.tax_amount), p.out, null, null
+            from posted p cross join lateral jsonb_to_recordset(p.splits) s (category_id uuid, amount numeric, tax_amount numeric)
+           where p.splits is not null
+           group by p.entry, p.txn_date, p.organization_id, s.category_id, p.out
+          union all
+          select t.entry, t.txn_date, t.organization_id, app_private.tax_leg_account(g.tax_type, t.tax_account_id),
+                 sum(g.portion), t.out, g.tax_type, t.sale
+            from taxed t cross join lateral app_private.tax_legs(t.amount, t.tax, t.code, t.sale, t.transaction_date) g
+           group by 1, 2, 3, 4, 6, 7, 8
+        ) l
        where l.amount > 0
-       order by n.id, l.account_id
+       order by l.entry, l.account_id
   )
   select n.event_id, n.id from entries n;
 end $function$
@@ -3662,6 +3830,21 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.sales_tax_return_lines(org uuid, period daterange, tax_type text)
+ RETURNS TABLE(sales numeric, collected numeric, itcs numeric, events bigint)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select (select coalesce(sum(t.credit) - sum(t.debit), 0)
+            from app_public.account_daily_totals t join app_public.accounts a on a.id = t.account_id
+           where t.organization_id = org and t.day >= lower(period) and t.day < upper(period) and a.classification = 'revenue'),
+         coalesce(sum(s.collected), 0), coalesce(sum(s.input_tax_credits), 0), coalesce(sum(s.events), 0)
+    from app_public.sales_tax_daily_totals s
+   where s.organization_id = org and s.day >= lower(period) and s.day < upper(period)
+     and s.tax_type = sales_tax_return_lines.tax_type
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.save_bank_import_layout(org uuid, payment_account_id uuid, name text, flags jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -3754,6 +3937,75 @@ CREATE OR REPLACE FUNCTION app_private.source_scan_task(kind text)
 AS $function$ select case kind when 'mailbox' then 'scan_mailbox' when 'cloud_drive' then 'scan_cloud_drive' end $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.split_line(category uuid, amount numeric, tax_code text, typed_tax numeric, memo text, event_type text, on_day date)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare v_tax numeric := typed_tax;
+begin
+  if typed_tax is null and tax_code is not null then
+    v_tax := app_private.tax_for_account(amount, tax_code, app_private.is_sale(category, event_type), on_day);
+  end if;
+  if tax_code is not null and not exists (select 1 from app_public.sales_tax_codes s where s.code = split_line.tax_code) then
+    perform app_private.fail('Unknown tax code.');
+  end if;
+  if coalesce(v_tax, 0) >= amount then perform app_private.fail('A split''s tax amount must be less than its amount.'); end if;
+  return jsonb_build_object('category_id', category, 'amount', amount, 'tax_code', tax_code,
+    'tax_amount', coalesce(v_tax, 0), 'tax_computed', typed_tax is null and tax_code is not null, 'memo', coalesce(memo, ''));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.splits_fit(splits jsonb, event_type text)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select coalesce(bool_and(app_private.category_fits(event_type, a.classification)), false)
+    from jsonb_array_elements(splits) s
+    left join app_public.accounts a on a.id = (s->>'category_id')::uuid
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.splits_json(splits jsonb)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select coalesce(jsonb_agg(jsonb_build_object('category', jsonb_build_object('id', a.id, 'name', a.name),
+      'amount', app_private.money((s.v->>'amount')::numeric), 'taxCode', s.v->>'tax_code',
+      'taxAmount', app_private.money((s.v->>'tax_amount')::numeric), 'memo', s.v->>'memo') order by s.n), '[]'::jsonb)
+    from jsonb_array_elements(splits) with ordinality s (v, n)
+    left join app_public.accounts a on a.id = (s.v->>'category_id')::uuid
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.splits_on_day(splits jsonb, event_type text, on_day date)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select jsonb_agg(case when (s.v->>'tax_computed')::boolean
+      then app_private.split_line((s.v->>'category_id')::uuid, (s.v->>'amount')::numeric, s.v->>'tax_code', null, s.v->>'memo', event_type, on_day)
+      else s.v end order by s.n)
+    from jsonb_array_elements(splits) with ordinality s (v, n)
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.splits_tax(splits jsonb)
+ RETURNS numeric
+ LANGUAGE sql
+ IMMUTABLE
+AS $function$ select nullif(sum((s->>'tax_amount')::numeric), 0) from jsonb_array_elements(splits) s $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.splits_total(splits jsonb)
+ RETURNS numeric
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select sum((s->>'amount')::numeric) from jsonb_array_elements(splits) s $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.statement_candidates(org uuid, payment_account uuid, days date[], amounts numeric[])
  RETURNS TABLE(id uuid, transaction_date date, functional_amount numeric, direction text, merchant_name text, reference text, created timestamp with time zone)
  LANGUAGE sql
@@ -3826,8 +4078,7 @@ CREATE OR REPLACE FUNCTION app_private.tax_account_or_default(tax numeric, accou
 AS $function$
 begin
   if account is not null or coalesce(tax, 0) = 0 then return account; end if;
-  select a.id into account from app_public.accounts a
-   where a.account_type = 'tax_payable' and a.active order by a.created, a.id limit 1;
+  account := app_private.tax_type_account('GST_HST');
   if account is null then perform app_private.fail('A tax account is required for a tax amount.'); end if;
   return account;
 end $function$
@@ -3866,6 +4117,61 @@ AS $function$
     from parts p cross join (select sum(rate) as total from parts) t
    where p.rate > 0
    order by p.code
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tax_leg_account(tax_type text, event_tax_account uuid)
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select case when tax_type = 'GST_HST' then event_tax_account
+              else coalesce(app_private.tax_type_account(tax_type), event_tax_account) end
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tax_legs(amount numeric, tax numeric, code text, sale boolean, on_day date)
+ RETURNS TABLE(tax_type text, portion numeric)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  with parts as (
+    select t.tax_type, sum(t.portion) as portion
+      from app_private.tax_included_parts(amount, code, on_day) t
+     where (t.recoverable or sale) and code is not null
+     group by t.tax_type
+  ), shared as (
+    select p.tax_type, p.portion, sum(p.portion) over () as total,
+           row_number() over (order by p.tax_type) as n, count(*) over () as k
+      from parts p
+  ), shares as (
+    select s.tax_type, s.n, s.k,
+           case when s.total = tax then s.portion else app_private.round_half_even(tax * s.portion / s.total) end as portion
+      from shared s where s.total > 0
+  )
+  select x.tax_type, x.portion from (
+    select s.tax_type,
+           case when s.n = s.k then tax - coalesce(sum(s.portion) over (order by s.n rows between unbounded preceding and 1 preceding), 0)
+                else s.portion end as portion
+      from shares s
+    union all
+    select 'GST_HST', tax where not exists (select 1 from shares)
+  ) x
+  where coalesce(tax, 0) > 0 and x.portion <> 0
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tax_type_account(tax_type text)
+ RETURNS uuid
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select a.id from app_public.accounts a
+   where a.active
+     and (a.sub_type = tax_type_account.tax_type
+          or (tax_type_account.tax_type = 'GST_HST' and a.account_type = 'tax_payable' and coalesce(a.sub_type, '') not in ('QST', 'PST')))
+   order by a.sub_type is not distinct from tax_type_account.tax_type desc, a.created, a.id
+   limit 1
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -3977,8 +4283,8 @@ CREATE OR REPLACE FUNCTION app_private.tg_journal_lines__immutable()
  LANGUAGE plpgsql
 AS $function$
 begin
-  if (new.organization_id, new.entry_id, new.account_id, new.txn_date, new.debit, new.credit)
-     is distinct from (old.organization_id, old.entry_id, old.account_id, old.txn_date, old.debit, old.credit)
+  if (new.organization_id, new.entry_id, new.account_id, new.txn_date, new.debit, new.credit, new.tax_type, new.tax_on_sale)
+     is distinct from (old.organization_id, old.entry_id, old.account_id, old.txn_date, old.debit, old.credit, old.tax_type, old.tax_on_sale)
      or (old.voided and not new.voided) then
     perform app_private.fail('Journal lines cannot be changed; void the entry instead.');
   end if;
@@ -4005,6 +4311,40 @@ begin
   if v_lock is not null then
     perform app_private.fail(format('The books are locked through %s.', to_char(v_lock, 'YYYY-MM-DD')));
   end if;
+  return null;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.tg_journal_lines__sales_tax()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+begin
+  -- Dynamic SQL sees the transition tables too (they are registered for the whole function).
+  execute format($q$
+    insert into app_public.sales_tax_daily_totals as t (organization_id, day, tax_type, collected, input_tax_credits, events)
+      select x.organization_id, x.txn_date, x.tax_type, sum(x.collected), sum(x.itcs),
+             sum(x.k * case when j.reverses_entry_id is null then 1 else -1 end)
+        from (select l.organization_id, l.txn_date, l.tax_type, l.entry_id, l.k,
+                     l.k * sum(case when l.tax_on_sale then l.credit - l.debit else 0 end) as collected,
+                     l.k * sum(case when l.tax_on_sale then 0 else l.debit - l.credit end) as itcs
+                from (%s) l
+               where l.tax_type is not null and not l.voided
+                 -- Rows of an organization being deleted go with it.
+                 and exists (select 1 from app_public.organizations o where o.id = l.organization_id)
+               group by 1, 2, 3, 4, 5) x
+        left join app_public.journal_entries j on j.id = x.entry_id
+       group by 1, 2, 3
+       order by 1, 2, 3
+      on conflict (organization_id, day, tax_type) do update
+        set collected = t.collected + excluded.collected, input_tax_credits = t.input_tax_credits + excluded.input_tax_credits,
+            events = t.events + excluded.events
+  $q$, case tg_op
+    when 'INSERT' then 'select n.*, 1 as k from new_rows n'
+    when 'DELETE' then 'select o.*, -1 as k from old_rows o'
+    else 'select n.*, 1 as k from new_rows n union all select o.*, -1 from old_rows o' end);
   return null;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -4103,6 +4443,7 @@ declare
       'tax_amount', case when o.tax_amount is distinct from n.tax_amount then jsonb_build_object('old', o.tax_amount, 'new', n.tax_amount) end,
       'tax_account_id', case when o.tax_account_id is distinct from n.tax_account_id then jsonb_build_object('old', o.tax_account_id, 'new', n.tax_account_id) end,
       'tax_code', case when o.tax_code is distinct from n.tax_code then jsonb_build_object('old', o.tax_code, 'new', n.tax_code) end,
+      'splits', case when o.splits is distinct from n.splits then jsonb_build_object('old', o.splits, 'new', n.splits) end,
       'journal_entry_id', case when o.journal_entry_id is distinct from n.journal_entry_id then jsonb_build_object('old', o.journal_entry_id, 'new', n.journal_entry_id) end,
       'reversal_entry_id', case when o.reversal_entry_id is distinct from n.reversal_entry_id then jsonb_build_object('old', o.reversal_entry_id, 'new', n.reversal_entry_id) end,
       'reference', case when o.reference is distinct from n.reference then jsonb_build_object('old', o.reference, 'new', n.reference) end,
@@ -4748,6 +5089,7 @@ begin
   end if;
   -- The accounts may have changed since classification.
   perform app_private.check_category(e.category_id, e.event_type);
+  if e.splits is not null then perform app_private.check_split_categories(e.splits, e.event_type); end if;
   perform app_private.check_payment_account(e.payment_account_id);
   if coalesce(e.tax_amount, 0) > 0 then perform app_private.check_tax_account(e.tax_account_id); end if;
   if coalesce(e.tax_amount, 0) >= e.functional_amount then perform app_private.fail('Tax amount must be less than the amount.'); end if;
@@ -5826,8 +6168,8 @@ begin
   end if;
   insert into app_public.journal_entries (id, organization_id, event_id, txn_date, total_amount, reverses_entry_id)
     values (v_entry, e.organization_id, e.id, v_date, j.total_amount, j.id);
-  insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit)
-    select l.organization_id, v_entry, l.account_id, v_date, l.credit, l.debit
+  insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit, tax_type, tax_on_sale)
+    select l.organization_id, v_entry, l.account_id, v_date, l.credit, l.debit, l.tax_type, l.tax_on_sale
       from app_public.journal_lines l where l.entry_id = j.id and not l.voided order by l.id;
   perform app_private.unclear_event(e.id);
   update app_public.ledger_events x set status = 'ignored', reversal_entry_id = v_entry where x.id = e.id;
@@ -5843,6 +6185,32 @@ AS $function$
 begin
   perform app_private.assert_org_access(organization_id, true);
   return jsonb_build_object('success', true, 'error', null, 'apiKey', app_private.revoke_api_key(organization_id, api_key_id));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.sales_tax_return(organization_id uuid, start_date text, end_date text, tax_type text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_period daterange;
+  r record;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  if tax_type is null or tax_type not in ('GST_HST', 'QST') then
+    perform app_private.fail('taxType must be one of: GST_HST, QST.');
+  end if;
+  if start_date is null then perform app_private.fail('startDate must be a date in YYYY-MM-DD format.'); end if;
+  if end_date is null then perform app_private.fail('endDate must be a date in YYYY-MM-DD format.'); end if;
+  v_period := app_private.report_period(start_date, end_date, null);
+  select * into r from app_private.sales_tax_return_lines(organization_id, v_period, tax_type);
+  return jsonb_build_object('taxType', tax_type,
+    'startDate', to_char(lower(v_period), 'YYYY-MM-DD'), 'endDate', to_char(upper(v_period) - 1, 'YYYY-MM-DD'),
+    'salesAndRevenue', app_private.money(r.sales), 'taxCollected', app_private.money(r.collected),
+    'adjustments', app_private.money(0), 'totalTaxCollected', app_private.money(r.collected),
+    'inputTaxCredits', app_private.money(r.itcs), 'totalItcs', app_private.money(r.itcs),
+    'netTax', app_private.money(r.collected - r.itcs), 'events', r.events);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -6154,6 +6522,7 @@ declare
   v_sale boolean;
   v_tax_account uuid;
   v_memo text := normalize(memo, NFC);
+  v_splits jsonb;
 begin
   perform app_private.assert_org_access(organization_id, false);
   perform set_config('app.audit_action', 'update', true);
@@ -6182,7 +6551,19 @@ begin
   v_tax_account := e.tax_account_id;
   v_date := case when update_ledger_event.transaction_date is null then e.transaction_date
                  else app_private.parse_date(update_ledger_event.transaction_date, 'Transaction date must be a date in YYYY-MM-DD format.') end;
-  if e.tax_code is not null then
+  v_splits := e.splits;
+  if v_splits is not null then
+    -- Split: the lines must still add up, and still fit the type (else the event is classified
+    -- again, as one whose category no longer fits); a computed tax follows the date.
+    if v_amount <> e.functional_amount then perform app_private.fail('Splits must add up to the amount.'); end if;
+    if not app_private.splits_fit(v_splits, v_type) then
+      v_splits := null; v_category := null; v_tax := null; v_tax_account := null;
+      e.tax_code := null;
+    elsif v_date <> e.transaction_date then
+      v_splits := app_private.splits_on_day(v_splits, v_type, v_date);
+      v_tax := app_private.splits_tax(v_splits);
+    end if;
+  elsif e.tax_code is not null then
     v_sale := app_private.is_sale(v_category, v_type);
     if v_amount <> e.functional_amount or v_date <> e.transaction_date or v_sale is distinct from app_private.is_sale(e.category_id, e.event_type) then
       v_tax := app_private.tax_for_account(v_amount, e.tax_code, v_sale, v_date);
@@ -6201,7 +6582,9 @@ begin
       direction = case when update_ledger_event.event_type is null then x.direction else app_private.direction_for(v_type) end,
       category_id = v_category,
       tax_amount = v_tax,
-      tax_account_id = v_tax_account
+      tax_account_id = v_tax_account,
+      tax_code = e.tax_code,
+      splits = v_splits
     where x.id = e.id;
   return jsonb_build_object('success', true, 'error', null, 'event', app_private.ledger_event_json_by_id(e.id));
 end $function$
@@ -6268,7 +6651,7 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_public.update_staged_entry(organization_id uuid, event_id uuid, category_id uuid DEFAULT NULL::uuid, payment_id uuid DEFAULT NULL::uuid, tax_amount text DEFAULT NULL::text, tax_account_id uuid DEFAULT NULL::uuid, tax_code text DEFAULT NULL::text)
+CREATE OR REPLACE FUNCTION app_public.update_staged_entry(organization_id uuid, event_id uuid, category_id uuid DEFAULT NULL::uuid, payment_id uuid DEFAULT NULL::uuid, tax_amount text DEFAULT NULL::text, tax_account_id uuid DEFAULT NULL::uuid, tax_code text DEFAULT NULL::text, splits jsonb DEFAULT NULL::jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
@@ -6279,6 +6662,7 @@ declare
   v_tax numeric;
   v_tax_account uuid;
   v_tax_code text;
+  v_splits jsonb;
 begin
   perform app_private.assert_org_access(organization_id, false);
   perform set_config('app.audit_action', 'classify', true);
@@ -6289,35 +6673,60 @@ begin
   if e.status not in ('needs_review', 'pending') then
     perform app_private.fail('Only events in needs_review or pending can be updated.');
   end if;
-  v_category := coalesce(category_id, e.category_id);
+  if splits is not null and (category_id is not null or tax_amount is not null or tax_code is not null) then
+    perform app_private.fail('Give splits, or categoryId with taxAmount and taxCode, not both: each split has its own tax.');
+  end if;
+  if e.splits is not null and splits is null and category_id is null and (tax_amount is not null or tax_code is not null) then
+    perform app_private.fail('The tax of a split event is on its splits: give splits, or a categoryId to make it one line.');
+  end if;
   v_payment := coalesce(payment_id, e.payment_account_id);
-  if category_id is not null then perform app_private.check_category(category_id, e.event_type); end if;
   if payment_id is not null then perform app_private.check_payment_account(payment_id); end if;
-  if v_category = v_payment then perform app_private.fail('Category and payment account must differ.'); end if;
 
-  v_tax_code := coalesce(tax_code, e.tax_code);
   v_tax := e.tax_amount;
-  if tax_code is not null then
-    v_tax := app_private.tax_for_account(e.functional_amount, update_staged_entry.tax_code,
-      app_private.is_sale(v_category, e.event_type), e.transaction_date);
-    if v_tax is null then perform app_private.fail('Unknown tax code.'); end if;
+  v_tax_code := e.tax_code;
+  v_splits := e.splits;
+  if splits is not null then
+    v_splits := app_private.checked_splits(splits, e.event_type, e.functional_amount, e.transaction_date);
+  elsif category_id is not null and e.splits is not null then
+    -- One line again: the splits' tax goes with them.
+    v_splits := null; v_tax := null; v_tax_code := null;
   end if;
-  if tax_amount is not null then
-    v_tax := app_private.parse_amount(tax_amount, 'Tax amount must be a decimal string of at least 0.', true);
-    if tax_code is null then v_tax_code := null; end if; -- an explicit amount replaces a computed one
-  end if;
-  if v_tax is not null and v_tax >= e.functional_amount then
-    perform app_private.fail('Tax amount must be less than the amount.');
+
+  if v_splits is not null then
+    v_category := app_private.largest_split_category(v_splits);
+    v_tax := app_private.splits_tax(v_splits);
+    v_tax_code := null;
+    if v_payment in (select (s->>'category_id')::uuid from jsonb_array_elements(v_splits) s) then
+      perform app_private.fail('Category and payment account must differ.');
+    end if;
+  else
+    v_category := coalesce(category_id, e.category_id);
+    if category_id is not null then perform app_private.check_category(category_id, e.event_type); end if;
+    if v_category = v_payment then perform app_private.fail('Category and payment account must differ.'); end if;
+    if tax_code is not null then
+      v_tax_code := tax_code;
+      v_tax := app_private.tax_for_account(e.functional_amount, update_staged_entry.tax_code,
+        app_private.is_sale(v_category, e.event_type), e.transaction_date);
+      if v_tax is null then perform app_private.fail('Unknown tax code.'); end if;
+    end if;
+    if tax_amount is not null then
+      v_tax := app_private.parse_amount(tax_amount, 'Tax amount must be a decimal string of at least 0.', true);
+      if tax_code is null then v_tax_code := null; end if; -- an explicit amount replaces a computed one
+    end if;
+    if v_tax is not null and v_tax >= e.functional_amount then
+      perform app_private.fail('Tax amount must be less than the amount.');
+    end if;
   end if;
   v_tax_account := coalesce(tax_account_id, e.tax_account_id);
   if tax_account_id is not null then perform app_private.check_tax_account(tax_account_id); end if;
   v_tax_account := app_private.tax_account_or_default(v_tax, v_tax_account);
-  if v_tax_account is not null and v_tax_account in (v_category, v_payment) then
+  if v_tax_account is not null and (v_tax_account in (v_category, v_payment)
+     or v_tax_account in (select (s->>'category_id')::uuid from jsonb_array_elements(v_splits) s)) then
     perform app_private.fail('The tax account must differ from the category and payment accounts.');
   end if;
 
   update app_public.ledger_events x set category_id = v_category, payment_account_id = v_payment,
-      tax_amount = v_tax, tax_account_id = v_tax_account, tax_code = v_tax_code
+      tax_amount = v_tax, tax_account_id = v_tax_account, tax_code = v_tax_code, splits = v_splits
     where x.id = e.id;
   return jsonb_build_object('success', true, 'error', null, 'event', app_private.ledger_event_json_by_id(e.id));
 end $function$
@@ -6362,6 +6771,12 @@ CREATE TRIGGER _500_totals_delete AFTER DELETE ON app_public.journal_lines REFER
 CREATE TRIGGER _500_totals_insert AFTER INSERT ON app_public.journal_lines REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__totals();
 
 CREATE TRIGGER _500_totals_update AFTER UPDATE ON app_public.journal_lines REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__totals();
+
+CREATE TRIGGER _510_sales_tax_delete AFTER DELETE ON app_public.journal_lines REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__sales_tax();
+
+CREATE TRIGGER _510_sales_tax_insert AFTER INSERT ON app_public.journal_lines REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__sales_tax();
+
+CREATE TRIGGER _510_sales_tax_update AFTER UPDATE ON app_public.journal_lines REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_journal_lines__sales_tax();
 
 CREATE CONSTRAINT TRIGGER _900_balanced AFTER DELETE OR UPDATE ON app_public.journal_lines DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION app_private.tg_journal__balanced();
 
@@ -6499,6 +6914,10 @@ policy reconciliation_clearings_tenant on app_public.reconciliation_clearings fo
   with check (organization_id = app_public.current_organization_id());
 
 policy reconciliations_tenant on app_public.reconciliations for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy sales_tax_daily_totals_tenant on app_public.sales_tax_daily_totals for all to public
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
 

@@ -17,6 +17,10 @@ export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
     "When the entry was voided by rejectLedgerEvent (kept for audit, out of every report); null while posted."
     voidedAt: String
   }
+  "One line of a split event: a category, the amount with tax, its sales tax code and the tax posted to the tax accounts."
+  type LedgerEventSplit { category: LedgerAccountRef! amount: String! taxCode: String taxAmount: String! memo: String! }
+  "A line of updateStagedEntry(splits:). amount includes the tax; taxAmount, when left out, is computed from taxCode."
+  input LedgerEventSplitInput { categoryId: UUID! amount: String! taxCode: String taxAmount: String memo: String }
   type LedgerEventReceipt { id: UUID! filename: String! objectKey: String! uploadedAt: String! }
   type LedgerEvent {
     id: UUID!
@@ -37,6 +41,8 @@ export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
     taxAmount: String
     taxCode: String
     taxAccount: LedgerAccountRef
+    "The lines of a split event, in the order given (category and taxAmount above show the largest line and the lines' tax); empty for an event of one line."
+    splits: [LedgerEventSplit!]!
     "The entry that posted it (on transactionDate, or on the postingDate it was confirmed with)."
     journalEntry: JournalEntry
     "The entry that reversed it (reverseLedgerEvent), kept beside journalEntry; null unless reversed."
@@ -96,8 +102,9 @@ export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
       eventType: String, categoryId: UUID, paymentAccountId: UUID): CreateLedgerEventResult!
     updateLedgerEvent(organizationId: UUID!, eventId: UUID!, transactionDate: String, memo: String, amount: String,
       eventType: String): UpdateLedgerEventResult!
+    "splits classifies the event into several category lines, which must add up to its amount; categoryId makes it one line again."
     updateStagedEntry(organizationId: UUID!, eventId: UUID!, categoryId: UUID, paymentId: UUID, taxAmount: String,
-      taxAccountId: UUID, taxCode: String): UpdateStagedEntryResult!
+      taxAccountId: UUID, taxCode: String, splits: [LedgerEventSplitInput!]): UpdateStagedEntryResult!
     "postingDate (YYYY-MM-DD): the entry's date when not the transaction date, such as a day after the lock date."
     confirmLedgerEvent(organizationId: UUID!, eventId: UUID!, postingDate: String): ConfirmLedgerEventResult!
     rejectLedgerEvent(organizationId: UUID!, eventId: UUID!): RejectLedgerEventResult!

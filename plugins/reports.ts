@@ -42,6 +42,29 @@ export const ReportsPlugin = sqlOperationsPlugin("ReportsPlugin", gql`
   type TrialBalanceRow { accountId: UUID accountName: String! classification: String! debit: String! credit: String! }
   type TrialBalance { asOf: String! rows: [TrialBalanceRow!]! totalDebit: String! totalCredit: String! }
 
+  "A GST/HST or QST return's lines (CRA line numbers in brackets) from the confirmed books of the period."
+  type SalesTaxReturn {
+    taxType: String!
+    startDate: String!
+    endDate: String!
+    "[101] Sales and other revenue, tax excluded."
+    salesAndRevenue: String!
+    "[103] Tax collected on sales."
+    taxCollected: String!
+    "[104] Adjustments (none are recorded: 0.00)."
+    adjustments: String!
+    "[105] taxCollected + adjustments."
+    totalTaxCollected: String!
+    "[106] Input tax credits: recoverable tax paid on purchases."
+    inputTaxCredits: String!
+    "[108] Total ITCs and adjustments."
+    totalItcs: String!
+    "[109] totalTaxCollected - totalItcs; negative means a refund."
+    netTax: String!
+    "Events whose tax of this type is in the period (one reversed in it counted back out)."
+    events: Int!
+  }
+
   extend type Query {
     "Period defaults: first day of the current month to today (inclusive, on the entries' dates: the transaction date unless posted on another)."
     dashboardSummary(organizationId: UUID!, startDate: Date, endDate: Date): DashboardSummary!
@@ -53,5 +76,7 @@ export const ReportsPlugin = sqlOperationsPlugin("ReportsPlugin", gql`
     balanceSheet(organizationId: UUID!, asOf: Date): BalanceSheet!
     "Each account's balance as of asOf (default today) as a debit or a credit; revenue and expense accounts from the fiscal year's first day."
     trialBalance(organizationId: UUID!, asOf: Date): TrialBalance!
+    "taxType: GST_HST or QST. By the entries' dates, both ends inclusive."
+    salesTaxReturn(organizationId: UUID!, startDate: Date!, endDate: Date!, taxType: String!): SalesTaxReturn!
   }
 `);

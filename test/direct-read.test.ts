@@ -56,6 +56,12 @@ beforeAll(async () => {
   ids.eventId = await bookEvent(h, t, { merchantName: "Staples", amount: "12.50", transactionDate: today },
     { categoryId: acc["Cost of Goods Sold"], paymentId: acc["Chequing"] });
   await call(h, t, CONFIRM, { eventId: ids.eventId }, "confirmLedgerEvent");
+  // A split event with sales tax, in the lists and in the return.
+  const split = await createEvent(h, t, { merchantName: "Costco", amount: "169.50", transactionDate: today });
+  expect(await call(h, t, `mutation($org: UUID!, $e: UUID!, $s: [LedgerEventSplitInput!]) { updateStagedEntry(organizationId: $org, eventId: $e, splits: $s) { success error } }`,
+    { e: split, s: [{ categoryId: acc["Cost of Goods Sold"], amount: "113.00", taxCode: "HST_ON", memo: "stock" }, { categoryId: acc["Bank Fees & Charges"], amount: "56.50" }] },
+    "updateStagedEntry")).toEqual({ success: true, error: null });
+  Object.assign(ids, { startDate: today.slice(0, 4) + "-01-01", endDate: today, taxType: "GST_HST" });
   // A reconciliation of the account, with the event ticked.
   ids.paymentAccountId = acc["Chequing"];
   const started = await call(h, t, `mutation($org: UUID!, $a: UUID!, $d: String!) {

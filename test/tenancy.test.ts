@@ -48,6 +48,15 @@ beforeAll(async () => {
     const confirmed = await h.gql("mutation($o: UUID!, $e: UUID!) { confirmLedgerEvent(organizationId: $o, eventId: $e) { success } }",
       { o: t.organizationId, e: created.body.data.createLedgerEvent.eventId }, t.apiKey);
     expect(confirmed.body.data.confirmLedgerEvent).toMatchObject({ success: true });
+    // Sales tax: a split purchase with HST gives a row of the sales tax totals.
+    const taxed = await h.gql(`mutation($o: UUID!, $p: UUID!) { createLedgerEvent(organizationId: $o, merchantName: "Paper", amount: "11.30",
+      transactionDate: "2026-01-02", paymentAccountId: $p) { eventId } }`, { o: t.organizationId, p: chequing }, t.apiKey);
+    const taxedId = taxed.body.data.createLedgerEvent.eventId;
+    const split = await h.gql(`mutation($o: UUID!, $e: UUID!, $c: UUID!) { updateStagedEntry(organizationId: $o, eventId: $e,
+      splits: [{ categoryId: $c, amount: "11.30", taxCode: "HST_ON" }]) { success error } }`, { o: t.organizationId, e: taxedId, c: fees }, t.apiKey);
+    expect(split.body.data.updateStagedEntry).toMatchObject({ success: true });
+    expect((await h.gql("mutation($o: UUID!, $e: UUID!) { confirmLedgerEvent(organizationId: $o, eventId: $e) { success } }",
+      { o: t.organizationId, e: taxedId }, t.apiKey)).body.data.confirmLedgerEvent).toMatchObject({ success: true });
     // Closing: a reconciliation of chequing with the event ticked.
     const started = await h.gql(`mutation($o: UUID!, $p: UUID!) { startReconciliation(organizationId: $o, paymentAccountId: $p,
       statementDate: "2026-01-31", closingBalance: "-5.00") { reconciliation { id } } }`, { o: t.organizationId, p: chequing }, t.apiKey);
