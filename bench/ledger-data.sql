@@ -27,7 +27,7 @@ create temporary table bench_events as
 
 insert into app_public.ledger_events (id, organization_id, event_type, direction, merchant_name, functional_amount,
     functional_currency, transaction_date, status, memo, has_document, category_id, payment_account_id, journal_entry_id,
-    created, updated)
+    created, updated, tax_code, tax_amount, tax_account_id)
   select e.id, :'org', e.event_type, case e.event_type when 'income' then 'in' else 'out' end, m.name, e.amount, 'CAD',
          e.transaction_date, e.status, case when e.r3 < 0.1 then 'memo ' || e.n else '' end, e.r3 < 0.3,
          -- classified: confirmed ones, and half of the rest
@@ -37,29 +37,41 @@ insert into app_public.ledger_events (id, organization_id, event_type, direction
               else 'Travel' end) end,
          case when e.status = 'confirmed' or e.r3 < 0.5 then
            (select id from bench_accounts where name = case when e.r3 < 0.7 then 'Chequing' else 'Processor Clearing' end) end,
-         null, now() - (e.n % 1095) * interval '1 day', now()
-    from bench_events e join bench_merchants m on m.i = e.merchant;
+         null, now() - (e.n % 1095) * interval '1 day', now(),
+         -- Ontario HST on 60% of the classified events (the sales tax return reads their tax lines).
+         case when e.taxed then 'HST_ON' end,
+         case when e.taxed then app_private.round_half_even(e.amount * 13 / 113) end,
+         case when e.taxed then (select id from bench_accounts where name = 'GST/HST Payable') end
+    from (select e.*, (e.status = 'confirmed' or e.r3 < 0.5) and e.n % 5 < 3 as taxed from bench_events e) e
+    join bench_merchants m on m.i = e.merchant;
 
--- Journal: one entry per confirmed event, two lines each (category and payment account).
+-- Journal: one entry per confirmed event, two lines each (category and payment account), and a
+-- third, tagged GST/HST, for its tax.
 insert into app_public.journal_entries (id, organization_id, event_id, txn_date, total_amount)
   select gen_random_uuid(), :'org', e.id, e.transaction_date, e.functional_amount
     from app_public.ledger_events e where e.organization_id = :'org' and e.status = 'confirmed';
 update app_public.ledger_events e set journal_entry_id = j.id
   from app_public.journal_entries j where j.event_id = e.id and e.organization_id = :'org';
-insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit)
-  select :'org', j.id, x.account_id, j.txn_date, x.debit, x.credit
+insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit, tax_type, tax_on_sale)
+  select :'org', j.id, x.account_id, j.txn_date, case when x.debit_side then x.amount else 0 end, case when x.debit_side then 0 else x.amount end,
+         x.tax_type, x.on_sale
     from app_public.journal_entries j
     join app_public.ledger_events e on e.id = j.event_id
     cross join lateral (values
-      (e.category_id, case when e.direction = 'out' then e.functional_amount else 0 end, case when e.direction = 'out' then 0 else e.functional_amount end),
-      (e.payment_account_id, case when e.direction = 'in' then e.functional_amount else 0 end, case when e.direction = 'in' then 0 else e.functional_amount end)
-    ) x (account_id, debit, credit)
-   where j.organization_id = :'org';
+      (e.category_id, e.functional_amount - coalesce(e.tax_amount, 0), e.direction = 'out', null, null),
+      (e.tax_account_id, coalesce(e.tax_amount, 0), e.direction = 'out', 'GST_HST', e.event_type = 'income'),
+      (e.payment_account_id, e.functional_amount, e.direction = 'in', null, null)
+    ) x (account_id, amount, debit_side, tax_type, on_sale)
+   where j.organization_id = :'org' and x.amount > 0;
 
 -- Derived tables, as the triggers keep them.
 insert into app_public.account_daily_totals (organization_id, account_id, day, debit, credit)
   select organization_id, account_id, txn_date, sum(debit), sum(credit)
     from app_public.journal_lines where organization_id = :'org' and not voided group by 1, 2, 3;
+insert into app_public.sales_tax_daily_totals (organization_id, day, tax_type, collected, input_tax_credits, events)
+  select organization_id, txn_date, tax_type, sum(case when tax_on_sale then credit - debit else 0 end),
+         sum(case when tax_on_sale then 0 else debit - credit end), count(distinct entry_id)
+    from app_public.journal_lines where organization_id = :'org' and tax_type is not null and not voided group by 1, 2, 3;
 insert into app_public.ledger_event_daily_counts (organization_id, day, status, n)
   select organization_id, transaction_date, status, count(*)
     from app_public.ledger_events where organization_id = :'org' group by 1, 2, 3;
@@ -69,4 +81,5 @@ vacuum analyze app_public.ledger_events;
 vacuum analyze app_public.journal_entries;
 vacuum analyze app_public.journal_lines;
 analyze app_public.account_daily_totals;
+analyze app_public.sales_tax_daily_totals;
 analyze app_public.ledger_event_daily_counts;

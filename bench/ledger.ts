@@ -12,7 +12,8 @@ import { benchDatabase, databaseUrl, generateLedger, startServer, withPlans } fr
  * functions (auto_explain, nested statements). balanceSheet and trialBalance (the closing reports,
  * from the daily totals) are measured as of today and as of a day in the past year.
  * `--reuse` keeps an already generated database; `--confirm-only` measures only the confirm
- * throughput; `--closing-only` only the closing reports (latencies and plans).
+ * throughput; `--closing-only` only the closing reports (latencies and plans); `--sales-tax-only`
+ * only salesTaxReturn. 60% of the classified events carry Ontario HST (a third journal line).
  */
 const DB = "accounting_bench_ledger";
 
@@ -21,6 +22,7 @@ export async function run(args: string[]) {
   const reuse = args.includes("--reuse");
   const confirmOnly = args.includes("--confirm-only"); // for iterating on the write path
   const closingOnly = args.includes("--closing-only"); // for iterating on the closing reports
+  const salesTaxOnly = args.includes("--sales-tax-only"); // the sales tax return alone
   const dbUrl = reuse ? databaseUrl(DB) : await benchDatabase(DB);
   const owner = new pg.Pool({ connectionString: dbUrl, max: 2 });
   let org: string;
@@ -62,6 +64,12 @@ export async function run(args: string[]) {
     const ITEM = "id merchantName functionalAmount transactionDate status category { id name } paymentAccount { id name } journalEntry { id totalAmount } receipts { id }";
     const LIST = `query($org: UUID!, $status: [String!], $dateFrom: String, $dateTo: String, $search: String) {
       listLedgerEvents(organizationId: $org, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, search: $search) { items { ${ITEM} } totalCount pageSize offset } }`;
+    const RETURN = `query($org: UUID!, $s: Date!, $e: Date!, $type: String!) { salesTaxReturn(organizationId: $org, startDate: $s, endDate: $e, taxType: $type) {
+      salesAndRevenue taxCollected adjustments totalTaxCollected inputTaxCredits totalItcs netTax events } }`;
+    const salesTax: [string, (i: number) => [string, Record<string, unknown>]][] = [
+      ["salesTaxReturn GST_HST, a quarter (of the past three years)", (i) => [RETURN, { org, s: daysAgo(91 + (i * 13) % 1000), e: daysAgo((i * 13) % 1000), type: "GST_HST" }]],
+      ["salesTaxReturn GST_HST, a year", () => [RETURN, { org, s: daysAgo(365), e: daysAgo(0), type: "GST_HST" }]],
+    ];
     const cases: [string, (i: number) => [string, Record<string, unknown>]][] = [
       ["listLedgerEvents, default page (25, transactionDate desc)", () => [LIST, { org }]],
       ["listLedgerEvents, status + 1-month date range + search", (i) => [LIST, {
@@ -70,6 +78,7 @@ export async function run(args: string[]) {
       ["dashboardSummary, one year", () => [`query($org: UUID!, $s: Date, $e: Date) { dashboardSummary(organizationId: $org, startDate: $s, endDate: $e) { totalRevenue totalExpenses netIncome receiptCount unreviewedCount } }`, { org, s: daysAgo(365), e: daysAgo(0) }]],
       ["incomeStatement, one year", () => [`query($org: UUID!, $s: Date, $e: Date) { incomeStatement(organizationId: $org, startDate: $s, endDate: $e) { incomeAccounts { accountId accountName total } expenseAccounts { accountId accountName total } totalIncome totalExpenses netIncome } }`, { org, s: daysAgo(365), e: daysAgo(0) }]],
       ["accountBalances", () => [`query($org: UUID!) { accountBalances(organizationId: $org) { accountId accountName balance } }`, { org }]],
+      ...salesTax,
     ];
     const BALANCE_SHEET = `query($org: UUID!, $asOf: Date) { balanceSheet(organizationId: $org, asOf: $asOf) { asOf fiscalYearStart
       assets { accountId accountName balance } liabilities { accountId accountName balance } equity { accountId accountName balance }
@@ -82,7 +91,7 @@ export async function run(args: string[]) {
       ["trialBalance, as of today", () => [TRIAL_BALANCE, { org }]],
       ["trialBalance, as of a day in the past year", (i) => [TRIAL_BALANCE, { org, asOf: daysAgo(1 + (i * 7) % 365) }]],
     ];
-    for (const [name, make] of confirmOnly ? [] : closingOnly ? closing : [...cases, ...closing]) {
+    for (const [name, make] of confirmOnly ? [] : closingOnly ? closing : salesTaxOnly ? salesTax : [...cases, ...closing]) {
       for (let i = 0; i < 20; i++) await post(...make(i)); // warm-up
       const times: number[] = [];
       for (let i = 0; i < 300; i++) {
@@ -109,8 +118,20 @@ export async function run(args: string[]) {
       }
     }
 
+    if (!confirmOnly && !closingOnly) {
+      // The return's figures are those of the journal's tax lines, summed directly.
+      const [s, e] = [daysAgo(91), daysAgo(0)];
+      const got = (await post(RETURN, { org, s, e, type: "GST_HST" })).salesTaxReturn;
+      const { rows: [want] } = await owner.query(`select coalesce(sum(credit - debit) filter (where tax_on_sale), 0)::text collected,
+          coalesce(sum(debit - credit) filter (where not tax_on_sale), 0)::text itcs
+        from app_public.journal_lines where organization_id = $1 and tax_type = 'GST_HST' and not voided and txn_date between $2 and $3`, [org, s, e]);
+      console.log(`salesTaxReturn ${s}..${e}: collected ${got.taxCollected}, ITCs ${got.inputTaxCredits}, net ${got.netTax}, ${got.events} events; `
+        + `from the journal lines: collected ${want.collected}, ITCs ${want.itcs}`);
+      if (got.taxCollected !== want.collected || got.inputTaxCredits !== want.itcs) throw new Error("salesTaxReturn differs from the journal.");
+    }
+
     // Throughput: autocannon, 10 connections, each request confirming the next distinct classified event.
-    if (!closingOnly) {
+    if (!closingOnly && !salesTaxOnly) {
       const CONFIRM = "mutation($org: UUID!, $id: UUID!) { confirmLedgerEvent(organizationId: $org, eventId: $id) { success error journalEntryId } }";
       for (const id of toConfirm.splice(0, 100)) await post(CONFIRM, { org, id }); // warm-up
       let next = 0;
@@ -148,6 +169,10 @@ export async function run(args: string[]) {
       console.log(`\n### ${label}\n`);
       for (const p of plans.filter((p) => !/Function Scan|Result  \(/.test(p.split("\n")[1] ?? "") || plans.length === 1)) console.log(p.replace(/^duration: [^\n]*\n/, "") + "\n");
     };
+    if (salesTaxOnly) {
+      await explain("salesTaxReturn a quarter", "select app_public.sales_tax_return($1, $2, $3, 'GST_HST')", [org, daysAgo(91), daysAgo(0)]);
+      return;
+    }
     if (!closingOnly) {
       await explain("listLedgerEvents default page", "select app_public.list_ledger_events($1)", [org]);
       await explain("listLedgerEvents status + date range + search", "select app_public.list_ledger_events($1, status => $2, date_from => $3, date_to => $4, search => $5)",

@@ -1418,9 +1418,28 @@ end $function$
 
 CREATE OR REPLACE FUNCTION app_private.check_split_categories(splits jsonb, event_type text)
  RETURNS void
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
-AS $function$ select app_private.check_category((s->>'category_id')::uuid, event_type) from jsonb_array_elements(splits) s $function$
+AS $function$
+declare s jsonb;
+begin
+  for s in select x from jsonb_array_elements(splits) x loop
+    perform app_private.check_split_category((s->>'category_id')::uuid, event_type);
+  end loop;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.check_split_category(account uuid, event_type text)
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  if event_type = 'expense' and exists (select 1 from app_public.accounts a where a.id = account and a.active and a.classification = 'liability') then
+    return;
+  end if;
+  perform app_private.check_category(account, event_type);
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.check_statement_size(rows jsonb)
@@ -1447,6 +1466,20 @@ begin
   if not a.active then perform app_private.fail('Tax account is inactive.'); end if;
   if a.classification not in ('liability', 'asset') then
     perform app_private.fail('Tax account must be a liability or asset account.');
+  end if;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.check_typed_tax(tax numeric, code text, sale boolean, on_day date)
+ RETURNS void
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  if code is not null and coalesce(tax, 0) > 0
+     and not exists (select 1 from app_private.tax_included_parts(100, code, on_day) t where t.recoverable or sale) then
+    perform app_private.fail(format('Tax code %s puts no tax in a tax account on a %s: leave taxAmount out, or give it without the code.',
+      code, case when sale then 'sale' else 'purchase' end));
   end if;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -1490,7 +1523,7 @@ begin
       perform app_private.fail('Category account not found.');
     end if;
     v_category := (s->>'categoryId')::uuid;
-    perform app_private.check_category(v_category, event_type);
+    perform app_private.check_split_category(v_category, event_type);
     v_memo := normalize(app_private.clean_text(s->>'memo'), NFC);
     if length(v_memo) > 1000 then perform app_private.fail('A split''s memo must be at most 1000 characters.'); end if;
     v_lines := v_lines || app_private.split_line(v_category,
@@ -2833,7 +2866,7 @@ begin
            where p.splits is not null
            group by p.entry, p.txn_date, p.organization_id, s.category_id, p.out
           union all
-          select t.entry, t.txn_date, t.organization_id, app_private.tax_leg_account(g.tax_type, t.tax_account_id),
+          select t.entry, t.txn_date, t.organization_id, app_private.tax_leg_account(t.organization_id, g.tax_type, t.tax_account_id),
                  sum(g.portion), t.out, g.tax_type, t.sale
             from taxed t cross join lateral app_private.tax_legs(t.amount, t.tax, t.code, t.sale, t.transaction_date) g
            group by 1, 2, 3, 4, 6, 7, 8
@@ -3240,6 +3273,8 @@ declare
   v_counts_kept bigint;
   v_totals_wrong bigint;
   v_counts_wrong bigint;
+  v_tax_kept bigint;
+  v_tax_wrong bigint;
 begin
   if current_setting('transaction_isolation') not in ('repeatable read', 'serializable') then
     perform app_private.fail('rebuild_daily_totals must run in a repeatable read transaction.');
@@ -3252,7 +3287,8 @@ begin
   -- retried (postings take the totals and the counts in different orders, so no order of ours
   -- avoids a deadlock, but then the job, not a user's request, is the one that fails).
   perform set_config('lock_timeout', '200ms', true);
-  drop table if exists pg_temp.rebuilt_totals, pg_temp.wrong_totals, pg_temp.rebuilt_counts, pg_temp.wrong_counts;
+  drop table if exists pg_temp.rebuilt_totals, pg_temp.wrong_totals, pg_temp.rebuilt_counts, pg_temp.wrong_counts,
+    pg_temp.rebuilt_tax, pg_temp.wrong_tax;
 
   create temporary table rebuilt_totals on commit drop as
     select l.account_id, l.txn_date as day, sum(l.debit) as debit, sum(l.credit) as credit
@@ -3274,23 +3310,50 @@ begin
         on c.day = r.day and c.status = r.status
      where coalesce(r.n, 0) <> coalesce(c.n, 0);
 
-  -- Both worked out before either is written: rows are locked only for the writes.
+  -- As tg_journal_lines__sales_tax keeps them: an entry counts once per tax type, a reversal -1.
+  create temporary table rebuilt_tax on commit drop as
+    select x.txn_date as day, x.tax_type, sum(x.collected) as collected, sum(x.itcs) as itcs,
+           sum(case when j.reverses_entry_id is null then 1 else -1 end) as events
+      from (select l.entry_id, l.txn_date, l.tax_type,
+                   sum(case when l.tax_on_sale then l.credit - l.debit else 0 end) as collected,
+                   sum(case when l.tax_on_sale then 0 else l.debit - l.credit end) as itcs
+              from app_public.journal_lines l
+             where l.organization_id = org and l.tax_type is not null and not l.voided group by 1, 2, 3) x
+      join app_public.journal_entries j on j.id = x.entry_id
+     group by 1, 2;
+  create temporary table wrong_tax on commit drop as
+    select coalesce(r.day, k.day) as day, coalesce(r.tax_type, k.tax_type) as tax_type, coalesce(r.collected, 0) as collected,
+           coalesce(r.itcs, 0) as itcs, coalesce(r.events, 0) as events
+      from rebuilt_tax r
+      full join (select * from app_public.sales_tax_daily_totals k where k.organization_id = org) k
+        on k.day = r.day and k.tax_type = r.tax_type
+     where coalesce(r.collected, 0) <> coalesce(k.collected, 0) or coalesce(r.itcs, 0) <> coalesce(k.input_tax_credits, 0)
+        or coalesce(r.events, 0) <> coalesce(k.events, 0);
+
+  -- All worked out before any is written: rows are locked only for the writes.
   insert into app_public.account_daily_totals as t (organization_id, account_id, day, debit, credit)
     select org, w.account_id, w.day, w.debit, w.credit from wrong_totals w order by 2, 3
     on conflict (organization_id, account_id, day) do update set debit = excluded.debit, credit = excluded.credit;
   insert into app_public.ledger_event_daily_counts as t (organization_id, day, status, n)
     select org, w.day, w.status, w.n from wrong_counts w order by 2, 3
     on conflict (organization_id, day, status) do update set n = excluded.n;
+  insert into app_public.sales_tax_daily_totals as t (organization_id, day, tax_type, collected, input_tax_credits, events)
+    select org, w.day, w.tax_type, w.collected, w.itcs, w.events from wrong_tax w order by 2, 3
+    on conflict (organization_id, day, tax_type) do update
+      set collected = excluded.collected, input_tax_credits = excluded.input_tax_credits, events = excluded.events;
   select count(*) into v_totals_kept from rebuilt_totals;
   select count(*) into v_totals_wrong from wrong_totals;
   select count(*) into v_counts_kept from rebuilt_counts;
   select count(*) into v_counts_wrong from wrong_counts;
+  select count(*) into v_tax_kept from rebuilt_tax;
+  select count(*) into v_tax_wrong from wrong_tax;
 
   return jsonb_build_object(
     'organizationId', org,
-    'equal', v_totals_wrong = 0 and v_counts_wrong = 0,
+    'equal', v_totals_wrong = 0 and v_counts_wrong = 0 and v_tax_wrong = 0,
     'accountDays', v_totals_kept, 'accountDaysRepaired', v_totals_wrong,
     'statusDays', v_counts_kept, 'statusDaysRepaired', v_counts_wrong,
+    'salesTaxDays', v_tax_kept, 'salesTaxDaysRepaired', v_tax_wrong,
     'ms', round(extract(epoch from clock_timestamp() - started) * 1000));
 end $function$
 -- grants: <owner>: EXECUTE
@@ -3937,6 +4000,13 @@ CREATE OR REPLACE FUNCTION app_private.source_scan_task(kind text)
 AS $function$ select case kind when 'mailbox' then 'scan_mailbox' when 'cloud_drive' then 'scan_cloud_drive' end $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.split_category_fits(event_type text, classification text)
+ RETURNS boolean
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select app_private.category_fits(event_type, classification) or (event_type = 'expense' and classification = 'liability') $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.split_line(category uuid, amount numeric, tax_code text, typed_tax numeric, memo text, event_type text, on_day date)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -3944,12 +4014,13 @@ CREATE OR REPLACE FUNCTION app_private.split_line(category uuid, amount numeric,
 AS $function$
 declare v_tax numeric := typed_tax;
 begin
-  if typed_tax is null and tax_code is not null then
-    v_tax := app_private.tax_for_account(amount, tax_code, app_private.is_sale(category, event_type), on_day);
-  end if;
   if tax_code is not null and not exists (select 1 from app_public.sales_tax_codes s where s.code = split_line.tax_code) then
     perform app_private.fail('Unknown tax code.');
   end if;
+  if typed_tax is null and tax_code is not null then
+    v_tax := app_private.tax_for_account(amount, tax_code, app_private.is_sale(category, event_type), on_day);
+  end if;
+  perform app_private.check_typed_tax(typed_tax, tax_code, app_private.is_sale(category, event_type), on_day);
   if coalesce(v_tax, 0) >= amount then perform app_private.fail('A split''s tax amount must be less than its amount.'); end if;
   return jsonb_build_object('category_id', category, 'amount', amount, 'tax_code', tax_code,
     'tax_amount', coalesce(v_tax, 0), 'tax_computed', typed_tax is null and tax_code is not null, 'memo', coalesce(memo, ''));
@@ -3961,7 +4032,7 @@ CREATE OR REPLACE FUNCTION app_private.splits_fit(splits jsonb, event_type text)
  LANGUAGE sql
  STABLE
 AS $function$
-  select coalesce(bool_and(app_private.category_fits(event_type, a.classification)), false)
+  select coalesce(bool_and(app_private.split_category_fits(event_type, a.classification)), false)
     from jsonb_array_elements(splits) s
     left join app_public.accounts a on a.id = (s->>'category_id')::uuid
 $function$
@@ -4071,14 +4142,14 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.tax_account_or_default(tax numeric, account uuid)
+CREATE OR REPLACE FUNCTION app_private.tax_account_or_default(org uuid, tax numeric, account uuid)
  RETURNS uuid
  LANGUAGE plpgsql
  STABLE
 AS $function$
 begin
   if account is not null or coalesce(tax, 0) = 0 then return account; end if;
-  account := app_private.tax_type_account('GST_HST');
+  account := app_private.tax_type_account(org, 'GST_HST');
   if account is null then perform app_private.fail('A tax account is required for a tax amount.'); end if;
   return account;
 end $function$
@@ -4120,13 +4191,13 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.tax_leg_account(tax_type text, event_tax_account uuid)
+CREATE OR REPLACE FUNCTION app_private.tax_leg_account(org uuid, tax_type text, event_tax_account uuid)
  RETURNS uuid
  LANGUAGE sql
  STABLE
 AS $function$
   select case when tax_type = 'GST_HST' then event_tax_account
-              else coalesce(app_private.tax_type_account(tax_type), event_tax_account) end
+              else coalesce(app_private.tax_type_account(org, tax_type), event_tax_account) end
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -4161,13 +4232,14 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.tax_type_account(tax_type text)
+CREATE OR REPLACE FUNCTION app_private.tax_type_account(org uuid, tax_type text)
  RETURNS uuid
  LANGUAGE sql
  STABLE
 AS $function$
   select a.id from app_public.accounts a
-   where a.active
+   where a.organization_id = org and a.active
+     and a.classification in ('liability', 'asset') and a.account_type not in ('bank', 'credit_card', 'clearing')
      and (a.sub_type = tax_type_account.tax_type
           or (tax_type_account.tax_type = 'GST_HST' and a.account_type = 'tax_payable' and coalesce(a.sub_type, '') not in ('QST', 'PST')))
    order by a.sub_type is not distinct from tax_type_account.tax_type desc, a.created, a.id
@@ -4515,11 +4587,11 @@ begin
   end if;
   if (new.organization_id, new.event_type, new.direction, new.merchant_name, new.functional_amount, new.functional_currency,
       new.transaction_date, new.memo, new.category_id, new.payment_account_id, new.tax_amount, new.tax_account_id,
-      new.tax_code, new.journal_entry_id, new.reference)
+      new.tax_code, new.journal_entry_id, new.reference, new.splits)
      is distinct from
      (old.organization_id, old.event_type, old.direction, old.merchant_name, old.functional_amount, old.functional_currency,
       old.transaction_date, old.memo, old.category_id, old.payment_account_id, old.tax_amount, old.tax_account_id,
-      old.tax_code, old.journal_entry_id, old.reference)
+      old.tax_code, old.journal_entry_id, old.reference, old.splits)
      or new.status not in ('reconciled', 'confirmed', 'ignored')
      -- Ignored only by a reversal, which keeps the entry and adds its opposite.
      or (new.status = 'ignored' and (old.reversal_entry_id is not null or new.reversal_entry_id is null)) then
@@ -5088,8 +5160,9 @@ begin
     perform app_private.fail('Category and payment account are required to confirm.');
   end if;
   -- The accounts may have changed since classification.
-  perform app_private.check_category(e.category_id, e.event_type);
-  if e.splits is not null then perform app_private.check_split_categories(e.splits, e.event_type); end if;
+  if e.splits is null then perform app_private.check_category(e.category_id, e.event_type);
+  else perform app_private.check_split_categories(e.splits, e.event_type);
+  end if;
   perform app_private.check_payment_account(e.payment_account_id);
   if coalesce(e.tax_amount, 0) > 0 then perform app_private.check_tax_account(e.tax_account_id); end if;
   if coalesce(e.tax_amount, 0) >= e.functional_amount then perform app_private.fail('Tax amount must be less than the amount.'); end if;
@@ -6559,15 +6632,18 @@ begin
     if not app_private.splits_fit(v_splits, v_type) then
       v_splits := null; v_category := null; v_tax := null; v_tax_account := null;
       e.tax_code := null;
-    elsif v_date <> e.transaction_date then
-      v_splits := app_private.splits_on_day(v_splits, v_type, v_date);
-      v_tax := app_private.splits_tax(v_splits);
+    else
+      v_category := app_private.largest_split_category(v_splits);
+      if v_date <> e.transaction_date then
+        v_splits := app_private.splits_on_day(v_splits, v_type, v_date);
+        v_tax := app_private.splits_tax(v_splits);
+      end if;
     end if;
   elsif e.tax_code is not null then
     v_sale := app_private.is_sale(v_category, v_type);
     if v_amount <> e.functional_amount or v_date <> e.transaction_date or v_sale is distinct from app_private.is_sale(e.category_id, e.event_type) then
       v_tax := app_private.tax_for_account(v_amount, e.tax_code, v_sale, v_date);
-      v_tax_account := app_private.tax_account_or_default(v_tax, v_tax_account);
+      v_tax_account := app_private.tax_account_or_default(e.organization_id, v_tax, v_tax_account);
     end if;
   end if;
   if v_tax is not null and v_tax >= v_amount then
@@ -6712,6 +6788,7 @@ begin
     if tax_amount is not null then
       v_tax := app_private.parse_amount(tax_amount, 'Tax amount must be a decimal string of at least 0.', true);
       if tax_code is null then v_tax_code := null; end if; -- an explicit amount replaces a computed one
+      perform app_private.check_typed_tax(v_tax, v_tax_code, app_private.is_sale(v_category, e.event_type), e.transaction_date);
     end if;
     if v_tax is not null and v_tax >= e.functional_amount then
       perform app_private.fail('Tax amount must be less than the amount.');
@@ -6719,7 +6796,7 @@ begin
   end if;
   v_tax_account := coalesce(tax_account_id, e.tax_account_id);
   if tax_account_id is not null then perform app_private.check_tax_account(tax_account_id); end if;
-  v_tax_account := app_private.tax_account_or_default(v_tax, v_tax_account);
+  v_tax_account := app_private.tax_account_or_default(e.organization_id, v_tax, v_tax_account);
   if v_tax_account is not null and (v_tax_account in (v_category, v_payment)
      or v_tax_account in (select (s->>'category_id')::uuid from jsonb_array_elements(v_splits) s)) then
     perform app_private.fail('The tax account must differ from the category and payment accounts.');

@@ -12,7 +12,9 @@ beforeAll(async () => {
   t = await createTenant(h);
   const acc = await accountsOf(h, t);
   for (const [merchantName, amount, day] of [["Staples", "12.50", "2026-10-01"], ["Bell", "80.00", "2026-10-02"], ["Staples", "7.25", "2026-10-02"]]) {
-    const id = await bookEvent(h, t, { merchantName, amount, transactionDate: day }, { categoryId: acc["Cost of Goods Sold"], paymentId: acc["Chequing"] });
+    // Bell's bill carries Ontario HST: a sales tax line and a row of the sales tax totals.
+    const id = await bookEvent(h, t, { merchantName, amount, transactionDate: day },
+      { categoryId: acc["Cost of Goods Sold"], paymentId: acc["Chequing"], ...(merchantName === "Bell" ? { taxCode: "HST_ON" } : {}) });
     await call(h, t, CONFIRM, { eventId: id }, "confirmLedgerEvent");
   }
   await createEvent(h, t, { merchantName: "Pending", amount: "3.00", transactionDate: "2026-10-03" });
@@ -31,7 +33,8 @@ describe("operator jobs", () => {
     expect(listed.json.jobs).toContainEqual(expect.objectContaining({ id: queued.json.jobId, task: "rebuild_daily_totals", state: "waiting", organization: t.name }));
     await runJobs(h, 1);
     const first = await lastResult("rebuild_daily_totals");
-    expect(first).toMatchObject({ status: "succeeded", result: { equal: true, accountDaysRepaired: 0, statusDaysRepaired: 0, organizationId: t.organizationId } });
+    expect(first).toMatchObject({ status: "succeeded", result: { equal: true, accountDaysRepaired: 0, statusDaysRepaired: 0, salesTaxDays: 1,
+      salesTaxDaysRepaired: 0, organizationId: t.organizationId } });
     expect(first.result.accountDays).toBeGreaterThanOrEqual(4); // two days, two accounts each
     expect(first.result.ms).toEqual(expect.any(Number));
     const shown = await cli("job_results", "rebuild_daily_totals", "--job", queued.json.jobId, "--json");
@@ -43,11 +46,16 @@ describe("operator jobs", () => {
     const before = (await h.owner.query(totals, [t.organizationId])).rows;
     await h.owner.query("update app_public.account_daily_totals set debit = debit + 0.01 where organization_id = $1 and day = '2026-10-01' and debit > 0", [t.organizationId]);
     await h.owner.query("delete from app_public.ledger_event_daily_counts where organization_id = $1 and day = '2026-10-03'", [t.organizationId]);
+    const taxTotals = "select day, tax_type, collected, input_tax_credits, events from app_public.sales_tax_daily_totals where organization_id = $1";
+    const taxBefore = (await h.owner.query(taxTotals, [t.organizationId])).rows;
+    await h.owner.query("update app_public.sales_tax_daily_totals set input_tax_credits = input_tax_credits - 1, events = 7 where organization_id = $1", [t.organizationId]);
     await h.owner.query(`insert into app_public.account_daily_totals (organization_id, account_id, day, debit, credit)
       select organization_id, account_id, '2020-01-01', 5, 0 from app_public.account_daily_totals where organization_id = $1 limit 1`, [t.organizationId]);
     await cli("enqueue", "rebuild_daily_totals", "--org-name", t.name);
     await runJobs(h, 1);
-    expect(await lastResult("rebuild_daily_totals")).toMatchObject({ status: "succeeded", result: { equal: false, accountDaysRepaired: 2, statusDaysRepaired: 1 } });
+    expect(await lastResult("rebuild_daily_totals")).toMatchObject({ status: "succeeded", result: { equal: false, accountDaysRepaired: 2, statusDaysRepaired: 1, salesTaxDaysRepaired: 1 } });
+    expect((await h.owner.query(taxTotals, [t.organizationId])).rows).toEqual(taxBefore);
+    expect(taxBefore).toEqual([{ day: expect.any(Date), tax_type: "GST_HST", collected: "0.00", input_tax_credits: "9.20", events: 1 }]);
     const after = (await h.owner.query(totals + "", [t.organizationId])).rows.filter((r) => Number(r.debit) !== 0 || Number(r.credit) !== 0);
     expect(after).toEqual(before);
     // Run again: nothing left to put right.
@@ -70,7 +78,8 @@ describe("operator jobs", () => {
       JSON.stringify({ objectKey: `processor-imports/${other.organizationId}/x.csv` }))).stderr).toMatch(/must be one of this organization's stored exports/);
 
     // A repair that waits on a posting's lock gives up (lock_timeout) and is retried, not the posting.
-    await h.owner.query("update app_public.account_daily_totals set debit = debit + 1 where organization_id = $1 and day = '2026-10-02' and debit > 0", [t.organizationId]);
+    await h.owner.query(`update app_public.account_daily_totals set debit = debit + 1 where organization_id = $1 and day = '2026-10-02'
+      and account_id = (select id from app_public.accounts where organization_id = $1 and name = 'Cost of Goods Sold')`, [t.organizationId]);
     const holder = await h.owner.connect();
     let queued: { json: { jobId: string } };
     try {

@@ -50,7 +50,7 @@ async function splitEvent(tenant: Tenant, a: Accounts, amount: string, eventType
 async function legsOf(eventId: string) {
   const { rows } = await h.owner.query(`select a.name, l.debit::text, l.credit::text, l.tax_type, l.tax_on_sale
       from app_public.journal_lines l join app_public.journal_entries j on j.id = l.entry_id join app_public.accounts a on a.id = l.account_id
-     where j.event_id = $1 and not l.voided order by a.name`, [eventId]);
+     where j.event_id = $1 and not l.voided order by a.name, l.tax_type`, [eventId]);
   return rows.map((r) => [r.name, r.debit, r.credit, r.tax_type, r.tax_on_sale]);
 }
 
@@ -128,6 +128,55 @@ describe("updateStagedEntry with splits", () => {
   it("a typed tax on a combined code is shared between its taxes in proportion, the last taking the rounding cent", async () => {
     const { rows } = await h.owner.query("select tax_type, portion::text from app_private.tax_legs(114.98, 14.99, 'GST_QST', false, '2026-02-10')");
     expect(rows).toEqual([{ tax_type: "GST_HST", portion: "5.00" }, { tax_type: "QST", portion: "9.99" }]);
+  });
+
+  it("a typed tax only where the code puts tax in a tax account: never PST paid, nor an exempt sale's", async () => {
+    const purchase = await createEvent(h, t, { amount: "107.00" });
+    const pst = "Tax code PST_BC puts no tax in a tax account on a purchase: leave taxAmount out, or give it without the code.";
+    expect(await call(h, t, SPLIT, { eventId: purchase, splits: [{ categoryId: acc["Office Supplies"], amount: "107.00", taxCode: "PST_BC", taxAmount: "7.00" }] },
+      "updateStagedEntry")).toMatchObject({ success: false, error: pst });
+    expect(await call(h, t, `mutation($org: UUID!, $e: UUID!, $c: UUID!) { updateStagedEntry(organizationId: $org, eventId: $e, categoryId: $c, taxCode: "PST_BC", taxAmount: "7.00") { success error } }`,
+      { e: purchase, c: acc["Office Supplies"] }, "updateStagedEntry")).toEqual({ success: false, error: pst });
+    const sale = await createEvent(h, t, { amount: "100.00", eventType: "income" });
+    expect(await call(h, t, SPLIT, { eventId: sale, splits: [{ categoryId: acc["Sales Revenue"], amount: "100.00", taxCode: "EXEMPT", taxAmount: "5.00" }] },
+      "updateStagedEntry")).toMatchObject({ success: false, error: "Tax code EXEMPT puts no tax in a tax account on a sale: leave taxAmount out, or give it without the code." });
+    // Typed under GST_PST_BC on a purchase, it is the GST: all of it an input tax credit.
+    const gst = await splitEvent(t, acc, "112.00", "expense", [{ categoryId: acc["Office Supplies"], amount: "112.00", taxCode: "GST_PST_BC", taxAmount: "5.01" }]);
+    expect(await legsOf(gst)).toEqual([
+      ["Chequing", "0.00", "112.00", null, null],
+      ["GST/HST Payable", "5.01", "0.00", "GST_HST", false],
+      ["Office Supplies", "106.99", "0.00", null, null],
+    ]);
+  });
+
+  it("a loan payment: principal to the loan (a liability), interest to an expense", async () => {
+    const loan = await addAccount(h, t, "Bank Loan", "loan", "liability");
+    const interest = await addAccount(h, t, "Interest Expense", "expense", "expense");
+    const eventId = await splitEvent(t, acc, "1250.00", "expense", [{ categoryId: loan, amount: "1100.00" }, { categoryId: interest, amount: "150.00" }]);
+    expect(await legsOf(eventId)).toEqual([
+      ["Bank Loan", "1100.00", "0.00", null, null],
+      ["Chequing", "0.00", "1250.00", null, null],
+      ["Interest Expense", "150.00", "0.00", null, null],
+    ]);
+  });
+
+  it("finds each tax's account in the event's own organization, even when the worker posts as the owner", async () => {
+    const other = await createTenant(h);
+    await taxAccount(other, "QST Payable (other)", "QST");
+    const mine = await createTenant(h);
+    const a = await accountsOf(h, mine);
+    const eventId = await createEvent(h, mine, { amount: "114.98", eventType: "income", transactionDate: "2026-02-10" });
+    expect(await call(h, mine, SPLIT, { eventId, splits: [{ categoryId: a["Sales Revenue"], amount: "114.98", taxCode: "GST_QST" }], paymentId: a["Chequing"] },
+      "updateStagedEntry")).toMatchObject({ success: true });
+    // As the owner (row-level security does not apply to it), as an import's posting runs.
+    await h.owner.query("select app_private.post_journal_entries(array[$1::uuid])", [eventId]);
+    // This organization has no QST account: its QST goes with the GST, not to the other's.
+    expect(await legsOf(eventId)).toEqual([
+      ["Chequing", "114.98", "0.00", null, null],
+      ["GST/HST Payable", "0.00", "5.00", "GST_HST", true],
+      ["GST/HST Payable", "0.00", "9.98", "QST", true],
+      ["Sales Revenue", "0.00", "100.00", null, null],
+    ]);
   });
 
   it("keeps the splits through edits: the amount cannot change under them, a computed tax follows the date, a categoryId makes one line again", async () => {
