@@ -79,7 +79,8 @@ describe("printed schema", () => {
     expect(row && isObjectType(row)).toBe(true);
     expect(Object.keys((row as any).getFields()).sort()).toEqual([
       "accountId", "accountName", "accountType", "amount", "classification", "credit", "debit", "entryId", "eventId",
-      "eventStatus", "eventType", "memo", "merchantName", "month", "organizationId", "reversesEntryId", "rowId", "txnDate",
+      "eventStatus", "eventType", "memo", "merchantName", "month", "organizationId", "reversesEntryId", "rowId", "taxOnSale", "taxType",
+      "txnDate",
     ]);
   });
 
