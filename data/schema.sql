@@ -170,6 +170,81 @@ table app_public.contacts (row-level security, forced)
   CREATE UNIQUE INDEX contacts_pkey ON app_public.contacts USING btree (id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
 
+table app_public.document_lines (row-level security, forced)
+  column organization_id uuid not null
+  column document_id uuid not null
+  column position smallint not null
+  column description text not null
+  column quantity numeric(20,4) not null
+  column unit_price numeric(20,4) not null
+  column amount numeric(20,2) not null
+  column category_id uuid not null
+  column tax_code text
+  column tax_amount numeric(20,2) not null default 0
+  constraint document_lines_amount_check CHECK ((amount >= (0)::numeric))
+  constraint document_lines_description_check CHECK (((length(description) >= 1) AND (length(description) <= 500)))
+  constraint document_lines_organization_id_category_id_fkey FOREIGN KEY (organization_id, category_id) REFERENCES app_public.accounts(organization_id, id)
+  constraint document_lines_organization_id_document_id_fkey FOREIGN KEY (organization_id, document_id) REFERENCES app_public.documents(organization_id, id) ON DELETE CASCADE
+  constraint document_lines_pkey PRIMARY KEY (document_id, "position")
+  constraint document_lines_position_check CHECK ((("position" >= 1) AND ("position" <= 200)))
+  constraint document_lines_quantity_check CHECK ((quantity > (0)::numeric))
+  constraint document_lines_tax_amount_check CHECK ((tax_amount >= (0)::numeric))
+  constraint document_lines_tax_code_fkey FOREIGN KEY (tax_code) REFERENCES app_public.sales_tax_codes(code)
+  constraint document_lines_unit_price_check CHECK ((unit_price >= (0)::numeric))
+  CREATE UNIQUE INDEX document_lines_pkey ON app_public.document_lines USING btree (document_id, "position")
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT; reporting_reader: SELECT
+
+table app_public.documents (row-level security, forced)
+  column id uuid not null default app_private.uuid_v7()
+  column organization_id uuid not null  grants: accounting_visitor: INSERT
+  column kind text not null  grants: accounting_visitor: INSERT
+  column contact_id uuid not null  grants: accounting_visitor: INSERT
+  column number text not null  grants: accounting_visitor: INSERT
+  column issue_date date not null  grants: accounting_visitor: INSERT
+  column due_date date not null  grants: accounting_visitor: INSERT
+  column memo text not null default ''::text  grants: accounting_visitor: INSERT
+  column status text not null default 'draft'::text  grants: accounting_visitor: UPDATE
+  column subtotal numeric(20,2) not null  grants: accounting_visitor: INSERT
+  column tax_total numeric(20,2) not null  grants: accounting_visitor: INSERT
+  column total numeric(20,2) not null  grants: accounting_visitor: INSERT
+  column amount_paid numeric(20,2) not null default 0
+  column journal_entry_id uuid  grants: accounting_visitor: UPDATE
+  column void_entry_id uuid  grants: accounting_visitor: UPDATE
+  column approved_at timestamp with time zone  grants: accounting_visitor: UPDATE
+  column voided_at timestamp with time zone  grants: accounting_visitor: UPDATE
+  column created timestamp with time zone not null default now()
+  column updated timestamp with time zone not null default now()  grants: accounting_visitor: UPDATE
+  constraint documents_check CHECK (((amount_paid >= (0)::numeric) AND (amount_paid <= total)))
+  constraint documents_check1 CHECK ((due_date >= issue_date))
+  constraint documents_check2 CHECK ((total = (subtotal + tax_total)))
+  constraint documents_kind_check CHECK ((kind = ANY (ARRAY['invoice'::text, 'bill'::text])))
+  constraint documents_memo_check CHECK ((length(memo) <= 5000))
+  constraint documents_number_check CHECK ((((length(number) >= 1) AND (length(number) <= 50)) AND (number = btrim(number))))
+  constraint documents_organization_id_contact_id_fkey FOREIGN KEY (organization_id, contact_id) REFERENCES app_public.contacts(organization_id, id)
+  constraint documents_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint documents_organization_id_id_key UNIQUE (organization_id, id)
+  constraint documents_organization_id_journal_entry_id_fkey FOREIGN KEY (organization_id, journal_entry_id) REFERENCES app_public.journal_entries(organization_id, id) DEFERRABLE INITIALLY DEFERRED
+  constraint documents_organization_id_void_entry_id_fkey FOREIGN KEY (organization_id, void_entry_id) REFERENCES app_public.journal_entries(organization_id, id) DEFERRABLE INITIALLY DEFERRED
+  constraint documents_pkey PRIMARY KEY (id)
+  constraint documents_status_check CHECK ((status = ANY (ARRAY['draft'::text, 'open'::text, 'partially_paid'::text, 'paid'::text, 'void'::text])))
+  constraint documents_status_follows_postings CHECK (
+CASE status
+    WHEN 'draft'::text THEN ((journal_entry_id IS NULL) AND (amount_paid = (0)::numeric))
+    WHEN 'void'::text THEN ((voided_at IS NOT NULL) AND (amount_paid = (0)::numeric))
+    WHEN 'open'::text THEN ((journal_entry_id IS NOT NULL) AND (amount_paid = (0)::numeric))
+    WHEN 'partially_paid'::text THEN ((journal_entry_id IS NOT NULL) AND (amount_paid > (0)::numeric) AND (amount_paid < total))
+    ELSE ((journal_entry_id IS NOT NULL) AND (amount_paid = total))
+END)
+  constraint documents_tax_total_check CHECK ((tax_total >= (0)::numeric))
+  constraint documents_total_check CHECK ((total > (0)::numeric))
+  CREATE INDEX documents_list_idx ON app_public.documents USING btree (organization_id, kind, due_date, id)
+  CREATE INDEX documents_owed_idx ON app_public.documents USING btree (organization_id, contact_id) INCLUDE (total, amount_paid) WHERE (status = ANY (ARRAY['open'::text, 'partially_paid'::text]))
+  CREATE UNIQUE INDEX documents_bill_number_key ON app_public.documents USING btree (organization_id, contact_id, lower(number)) WHERE (kind = 'bill'::text)
+  CREATE UNIQUE INDEX documents_invoice_number_key ON app_public.documents USING btree (organization_id, lower(number)) WHERE (kind = 'invoice'::text)
+  CREATE UNIQUE INDEX documents_organization_id_id_key ON app_public.documents USING btree (organization_id, id)
+  CREATE UNIQUE INDEX documents_pkey ON app_public.documents USING btree (id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
+
 table app_public.idempotency_records (row-level security, forced)
   column organization_id uuid
   column credential text not null
@@ -250,18 +325,22 @@ table app_public.intake_messages (row-level security, forced)
 table app_public.journal_entries (row-level security, forced)
   column id uuid not null default app_private.uuid_v7()
   column organization_id uuid not null
-  column event_id uuid not null
+  column event_id uuid
   column txn_date date not null
   column total_amount numeric(20,2) not null
   column voided_at timestamp with time zone  grants: accounting_visitor: UPDATE
   column created timestamp with time zone not null default now()
   column reverses_entry_id uuid
+  column document_id uuid
+  constraint journal_entries_document_fkey FOREIGN KEY (organization_id, document_id) REFERENCES app_public.documents(organization_id, id) ON DELETE CASCADE
   constraint journal_entries_organization_id_event_id_fkey FOREIGN KEY (organization_id, event_id) REFERENCES app_public.ledger_events(organization_id, id) ON DELETE CASCADE
   constraint journal_entries_organization_id_id_key UNIQUE (organization_id, id)
   constraint journal_entries_pkey PRIMARY KEY (id)
   constraint journal_entries_reverses_fkey FOREIGN KEY (organization_id, reverses_entry_id) REFERENCES app_public.journal_entries(organization_id, id) ON DELETE CASCADE
+  constraint journal_entries_source_check CHECK ((num_nonnulls(event_id, document_id) = 1))
   constraint journal_entries_total_amount_check CHECK ((total_amount > (0)::numeric))
   CREATE INDEX journal_entries_event_idx ON app_public.journal_entries USING btree (event_id)
+  CREATE UNIQUE INDEX journal_entries_document_live_key ON app_public.journal_entries USING btree (document_id) WHERE ((document_id IS NOT NULL) AND (voided_at IS NULL) AND (reverses_entry_id IS NULL))
   CREATE UNIQUE INDEX journal_entries_live_key ON app_public.journal_entries USING btree (event_id) WHERE ((voided_at IS NULL) AND (reverses_entry_id IS NULL))
   CREATE UNIQUE INDEX journal_entries_organization_id_id_key ON app_public.journal_entries USING btree (organization_id, id)
   CREATE UNIQUE INDEX journal_entries_pkey ON app_public.journal_entries USING btree (id)
@@ -756,10 +835,11 @@ view reporting.general_ledger with (security_invoker=true) as
     e.status AS event_status,
     j.reverses_entry_id,
     l.tax_type,
-    l.tax_on_sale
+    l.tax_on_sale,
+    j.document_id
    FROM (((app_public.journal_lines l
      JOIN app_public.journal_entries j ON (((j.id = l.entry_id) AND (j.voided_at IS NULL))))
-     JOIN app_public.ledger_events e ON ((e.id = j.event_id)))
+     LEFT JOIN app_public.ledger_events e ON ((e.id = j.event_id)))
      JOIN app_public.accounts a ON ((a.id = l.account_id)))
   WHERE (NOT l.voided);
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
@@ -993,6 +1073,53 @@ CREATE OR REPLACE FUNCTION app_private.api_key_json(id uuid, label text, prefix 
  STABLE
 AS $function$ select jsonb_build_object('id', id, 'label', label, 'prefix', prefix, 'created', app_private.iso(created),
      'lastUsedAt', app_private.iso(last_used_at), 'revokedAt', app_private.iso(revoked_at)) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.approve_document(org uuid, kind text, id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  d app_public.documents;
+  v_entry uuid := app_private.uuid_v7();
+  v_control uuid;
+  v_tax_account uuid;
+  sale boolean := kind = 'invoice';
+begin
+  perform app_private.assert_org_access(org, false);
+  d := app_private.document_for_update(kind, id);
+  if d.status <> 'draft' then perform app_private.fail('Only a draft can be approved.'); end if;
+  perform app_private.check_category(l.category_id, case kind when 'invoice' then 'income' else 'expense' end)
+     from app_public.document_lines l where l.document_id = d.id;
+  v_control := app_private.control_account(org, kind);
+  v_tax_account := app_private.tax_account_or_default(org, d.tax_total, null);
+  insert into app_public.journal_entries (id, organization_id, document_id, txn_date, total_amount)
+    values (v_entry, org, d.id, d.issue_date, d.total);
+  insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit, tax_type, tax_on_sale)
+    select org, v_entry, x.account_id, d.issue_date, case when x.debit_side then x.amount else 0 end,
+           case when x.debit_side then 0 else x.amount end, x.tax_type, x.on_sale
+      from (
+        select v_control as account_id, d.total as amount, sale as debit_side, null::text as tax_type, null::boolean as on_sale
+        union all
+        select l.category_id, sum(l.amount + coalesce(kept.tax, 0)), not sale, null, null
+          from app_public.document_lines l
+          left join lateral (select sum(t.portion) as tax from app_private.tax_excluded_parts(l.amount, l.tax_code, d.issue_date) t
+                              where not sale and not t.recoverable) kept on true
+         where l.document_id = d.id
+         group by l.category_id
+        union all
+        select app_private.tax_leg_account(org, t.tax_type, v_tax_account), sum(t.portion), not sale, t.tax_type, sale
+          from app_public.document_lines l
+          cross join lateral app_private.tax_excluded_parts(l.amount, l.tax_code, d.issue_date) t
+         where l.document_id = d.id and (sale or t.recoverable)
+         group by 1, t.tax_type
+      ) x
+     where x.amount > 0
+     order by x.account_id;
+  update app_public.documents x set status = 'open', journal_entry_id = v_entry, approved_at = now() where x.id = d.id;
+  return jsonb_build_object('success', true, 'error', null,
+    'document', (select app_private.document_json(x) from app_public.documents x where x.id = d.id));
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.as_of_date(as_of text)
@@ -1716,7 +1843,11 @@ CREATE OR REPLACE FUNCTION app_private.contact_balances(org uuid)
  RETURNS TABLE(contact_id uuid, balance numeric)
  LANGUAGE sql
  STABLE
-AS $function$ select null::uuid, null::numeric where false $function$
+AS $function$
+  select d.contact_id, sum(d.total - d.amount_paid) from app_public.documents d
+   where d.organization_id = org and d.status in ('open', 'partially_paid')
+   group by d.contact_id
+$function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE; reporting_reader: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.contact_by_id(org uuid, contact uuid)
@@ -1734,6 +1865,27 @@ CREATE OR REPLACE FUNCTION app_private.contact_json(c app_public.contacts, balan
 AS $function$ select jsonb_build_object('id', c.id, 'contactType', c.contact_type, 'displayName', c.display_name,
      'email', coalesce(c.email, ''), 'phone', coalesce(c.phone, ''), 'balance', coalesce(balance, 0),
      'active', c.active, 'created', app_private.iso(c.created), 'updated', app_private.iso(c.updated)) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.control_account(org uuid, kind text)
+ RETURNS uuid
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_type text := case kind when 'invoice' then 'accounts_receivable' else 'accounts_payable' end;
+  v_id uuid;
+begin
+  select a.id into v_id from app_public.accounts a
+   where a.organization_id = org and a.account_type = v_type and a.active order by a.created, a.id limit 1;
+  if v_id is null then
+    insert into app_public.accounts (organization_id, name, account_type, classification, tax_code_id)
+      select org, case kind when 'invoice' then 'Accounts Receivable' else 'Accounts Payable' end, v_type,
+             case kind when 'invoice' then 'asset' else 'liability' end, t.id
+        from app_public.tax_codes t where t.code = case kind when 'invoice' then '1060' else '2620' end
+      returning id into v_id;
+  end if;
+  return v_id;
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.create_api_key(org uuid, label text, created_by uuid DEFAULT NULL::uuid)
@@ -1755,6 +1907,90 @@ begin
     'secret', secret);
 end $function$
 -- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.create_document(org uuid, kind text, contact uuid, number text, issue_date text, due_date text, lines jsonb, memo text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  max_lines constant integer := 200;
+  noun text := case kind when 'invoice' then 'An invoice' else 'A bill' end;
+  c app_public.contacts;
+  v_number text := app_private.clean_text(number);
+  v_issue date;
+  v_due date;
+  v_memo text := coalesce(normalize(memo, NFC), '');
+  v_id uuid;
+  l jsonb;
+  n integer := 0;
+  v_qty numeric;
+  v_price numeric;
+  v_amount numeric;
+  v_category uuid;
+  v_code text;
+  v_tax numeric;
+  v_lines jsonb := '[]'::jsonb;
+begin
+  perform app_private.assert_org_access(org, false);
+  select * into c from app_public.contacts x where x.id = contact;
+  if not found then perform app_private.fail('Contact not found.'); end if;
+  if c.contact_type <> (case kind when 'invoice' then 'customer' else 'vendor' end) then
+    perform app_private.fail(case kind when 'invoice' then 'An invoice is to a customer.' else 'A bill is from a vendor.' end);
+  end if;
+  if v_number is null or v_number = '' then perform app_private.fail('Number is required.'); end if;
+  if length(v_number) > 50 then perform app_private.fail('Number must be at most 50 characters.'); end if;
+  v_issue := app_private.parse_date(issue_date, 'issueDate must be a date in YYYY-MM-DD format.');
+  v_due := app_private.parse_date(due_date, 'dueDate must be a date in YYYY-MM-DD format.');
+  if v_due < v_issue then perform app_private.fail('dueDate must not be before issueDate.'); end if;
+  if length(v_memo) > 5000 then perform app_private.fail('Memo must be at most 5000 characters.'); end if;
+  if jsonb_typeof(lines) is distinct from 'array' or jsonb_array_length(lines) = 0 then
+    perform app_private.fail(noun || ' needs at least one line.');
+  end if;
+  if jsonb_array_length(lines) > max_lines then perform app_private.fail(format('At most %s lines.', max_lines)); end if;
+  for l in select x from jsonb_array_elements(lines) x loop
+    n := n + 1;
+    if nullif(app_private.clean_text(l->>'description'), '') is null then perform app_private.fail('Each line needs a description.'); end if;
+    if length(app_private.clean_text(l->>'description')) > 500 then perform app_private.fail('A line''s description must be at most 500 characters.'); end if;
+    v_qty := app_private.parse_decimal(l->>'quantity', 4, true, 'A line''s quantity must be a positive decimal string with at most 4 decimals.');
+    v_price := app_private.parse_decimal(l->>'unitPrice', 4, false, 'A line''s unitPrice must be a decimal string of at least 0 with at most 4 decimals.');
+    v_amount := app_private.round_half_even(v_qty * v_price);
+    if v_amount > app_private.max_amount() then perform app_private.fail('A line''s amount must be at most 999,999,999.99.'); end if;
+    if (l->>'categoryId') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
+      perform app_private.fail('Category account not found.');
+    end if;
+    v_category := (l->>'categoryId')::uuid;
+    perform app_private.check_category(v_category, case kind when 'invoice' then 'income' else 'expense' end);
+    v_code := nullif(l->>'taxCode', '');
+    if v_code is not null and not exists (select 1 from app_public.sales_tax_codes s where s.code = v_code) then
+      perform app_private.fail('Unknown tax code.');
+    end if;
+    v_tax := coalesce((select sum(t.portion) from app_private.tax_excluded_parts(v_amount, v_code, v_issue) t), 0);
+    v_lines := v_lines || jsonb_build_object('position', n, 'description', app_private.clean_text(l->>'description'),
+      'quantity', v_qty, 'unit_price', v_price, 'amount', v_amount, 'category_id', v_category, 'tax_code', v_code, 'tax_amount', v_tax);
+  end loop;
+  if (select sum((x->>'amount')::numeric + (x->>'tax_amount')::numeric) from jsonb_array_elements(v_lines) x) <= 0 then
+    perform app_private.fail(noun || ' must total more than 0.00.');
+  end if;
+  if (select sum((x->>'amount')::numeric + (x->>'tax_amount')::numeric) from jsonb_array_elements(v_lines) x) > app_private.max_amount() then
+    perform app_private.fail(noun || '''s total must be at most 999,999,999.99.');
+  end if;
+  begin
+    insert into app_public.documents (organization_id, kind, contact_id, number, issue_date, due_date, memo, subtotal, tax_total, total)
+      select org, kind, c.id, v_number, v_issue, v_due, v_memo, sum(x.amount), sum(x.tax_amount), sum(x.amount) + sum(x.tax_amount)
+        from jsonb_to_recordset(v_lines) x (amount numeric, tax_amount numeric)
+      returning id into v_id;
+  exception when unique_violation then
+    perform app_private.fail(case kind when 'invoice' then 'Invoice number already exists.' else 'Bill number already exists for this vendor.' end);
+  end;
+  insert into app_public.document_lines (organization_id, document_id, position, description, quantity, unit_price, amount,
+      category_id, tax_code, tax_amount)
+    select org, v_id, x.position, x.description, x.quantity, x.unit_price, x.amount, x.category_id, x.tax_code, x.tax_amount
+      from jsonb_to_recordset(v_lines) x (position smallint, description text, quantity numeric, unit_price numeric, amount numeric,
+           category_id uuid, tax_code text, tax_amount numeric);
+  return jsonb_build_object('success', true, 'error', null,
+    'document', (select app_private.document_json(d) from app_public.documents d where d.id = v_id));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.create_organization(name text, currency text DEFAULT 'CAD'::text)
  RETURNS app_public.organizations
@@ -1937,6 +2173,40 @@ begin
   if not found then perform app_private.fail(app_private.source_noun(kind) || ' not found.', 'AP404'); end if;
   return jsonb_build_object('success', true, 'error', null);
 end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.document_for_update(kind text, id uuid)
+ RETURNS app_public.documents
+ LANGUAGE plpgsql
+AS $function$
+declare d app_public.documents;
+begin
+  select * into d from app_public.documents x where x.id = document_for_update.id and x.kind = document_for_update.kind for update;
+  if not found then perform app_private.fail(case kind when 'invoice' then 'Invoice not found.' else 'Bill not found.' end, 'AP404'); end if;
+  return d;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.document_json(d app_public.documents)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select jsonb_build_object('id', d.id, 'kind', d.kind,
+    'contact', (select jsonb_build_object('id', c.id, 'displayName', c.display_name) from app_public.contacts c where c.id = d.contact_id),
+    'number', d.number, 'issueDate', to_char(d.issue_date, 'YYYY-MM-DD'), 'dueDate', to_char(d.due_date, 'YYYY-MM-DD'),
+    'memo', d.memo, 'status', d.status, 'subtotal', app_private.money(d.subtotal), 'taxTotal', app_private.money(d.tax_total),
+    'total', app_private.money(d.total), 'amountPaid', app_private.money(d.amount_paid),
+    'amountDue', app_private.money(case when d.status in ('draft', 'void') then 0 else d.total - d.amount_paid end),
+    'lines', (select coalesce(jsonb_agg(jsonb_build_object('description', l.description,
+        'quantity', trim_scale(l.quantity)::text, 'unitPrice', trim_scale(l.unit_price)::text, 'amount', app_private.money(l.amount),
+        'category', jsonb_build_object('id', a.id, 'name', a.name), 'taxCode', l.tax_code, 'taxAmount', app_private.money(l.tax_amount))
+        order by l.position), '[]'::jsonb)
+      from app_public.document_lines l join app_public.accounts a on a.id = l.category_id where l.document_id = d.id),
+    'journalEntryId', d.journal_entry_id, 'voidEntryId', d.void_entry_id,
+    'approvedAt', app_private.iso(d.approved_at), 'voidedAt', app_private.iso(d.voided_at),
+    'created', app_private.iso(d.created), 'updated', app_private.iso(d.updated))
+$function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.duplicate_check_json(row_index integer, is_duplicate boolean, is_possible_duplicate boolean, matching_event_id uuid)
@@ -2365,6 +2635,48 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.list_documents(org uuid, kind text, status jsonb, contact_id uuid, due_before text, search text, "limit" integer, "offset" integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  statuses constant text[] := array['draft', 'open', 'partially_paid', 'paid', 'void'];
+  v_limit integer;
+  v_offset integer;
+  v_status text[];
+  v_due date;
+  v_pattern text;
+begin
+  perform app_private.assert_org_access(org, false);
+  v_limit := app_private.page_size("limit");
+  v_offset := app_private.page_offset("offset");
+  if status is not null then
+    if jsonb_typeof(status) <> 'array' then perform app_private.fail(format('status must be any of: %s.', array_to_string(statuses, ', '))); end if;
+    select coalesce(array_agg(s), '{}') into v_status from jsonb_array_elements_text(status) s;
+    if not (v_status <@ statuses) then perform app_private.fail(format('status must be any of: %s.', array_to_string(statuses, ', '))); end if;
+  end if;
+  if due_before is not null then v_due := app_private.parse_date(due_before, 'dueBefore must be a date in YYYY-MM-DD format.'); end if;
+  if search is not null and search <> '' then v_pattern := app_private.like_pattern(search); end if;
+  return (
+    with f as (
+      select d from app_public.documents d
+       where d.organization_id = org and d.kind = list_documents.kind
+         and (v_status is null or d.status = any (v_status))
+         and (list_documents.contact_id is null or d.contact_id = list_documents.contact_id)
+         and (v_due is null or d.due_date < v_due)
+         and (v_pattern is null or d.number ilike v_pattern
+              or exists (select 1 from app_public.contacts c where c.id = d.contact_id and c.display_name ilike v_pattern))
+    ), page as (
+      select f.d, row_number() over (order by (f.d).issue_date desc, (f.d).id desc) as rn from f
+       order by (f.d).issue_date desc, (f.d).id desc limit v_limit offset v_offset
+    )
+    select jsonb_build_object(
+      'items', coalesce((select jsonb_agg(app_private.document_json(page.d) order by page.rn) from page), '[]'::jsonb),
+      'totalCount', (select count(*) from f), 'pageSize', v_limit, 'offset', v_offset));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.list_job_results(task text DEFAULT NULL::text, job_id text DEFAULT NULL::text, lim integer DEFAULT 50)
  RETURNS jsonb
  LANGUAGE sql
@@ -2765,6 +3077,20 @@ begin
       to_char(app_private.min_date(), 'YYYY-MM-DD'), to_char(app_private.max_date(), 'YYYY-MM-DD')));
   end if;
   return make_date(y, m, d);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.parse_decimal(value text, places integer, positive boolean, message text)
+ RETURNS numeric
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare v numeric;
+begin
+  if value is null or btrim(value) !~ ('^[0-9]{1,12}(\.[0-9]{1,' || places || '})?$') then perform app_private.fail(message); end if;
+  v := btrim(value)::numeric;
+  if positive and v = 0 then perform app_private.fail(message); end if;
+  return v;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -4163,6 +4489,20 @@ AS $function$ select case when t.id is null then null else jsonb_build_object('i
      'classification', t.classification, 'accountType', t.account_type) end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.tax_excluded_parts(amount numeric, code text, on_day date)
+ RETURNS TABLE(part text, tax_type text, recoverable boolean, portion numeric)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select x.code, x.tax_type, x.recoverable, app_private.round_half_even(amount * x.rate / 100)
+    from (select s.code, s.tax_type, s.recoverable = 'yes' as recoverable, app_private.sales_tax_rate(s.code, on_day) as rate
+            from app_public.sales_tax_code_parts p join app_public.sales_tax_codes s on s.code = p.part
+           where p.code = tax_excluded_parts.code) x
+   where x.rate > 0
+   order by x.code
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.tax_for_account(amount numeric, code text, sale boolean, on_day date)
  RETURNS numeric
  LANGUAGE sql
@@ -4840,6 +5180,40 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.void_document(org uuid, kind text, id uuid, posting_date text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  d app_public.documents;
+  j app_public.journal_entries;
+  v_date date;
+  v_entry uuid;
+begin
+  perform app_private.assert_org_access(org, false);
+  d := app_private.document_for_update(kind, id);
+  if d.status = 'void' then perform app_private.fail('Already void.'); end if;
+  if d.amount_paid > 0 then perform app_private.fail('A document with payments cannot be voided.'); end if;
+  if d.journal_entry_id is not null then
+    select * into j from app_public.journal_entries x where x.id = d.journal_entry_id;
+    v_date := case when posting_date is null then greatest(current_date, j.txn_date)
+                   else app_private.parse_date(posting_date, 'Posting date must be a date in YYYY-MM-DD format.') end;
+    if v_date < j.txn_date then
+      perform app_private.fail(format('Posting date must not be before the entry it reverses (%s).', to_char(j.txn_date, 'YYYY-MM-DD')));
+    end if;
+    v_entry := app_private.uuid_v7();
+    insert into app_public.journal_entries (id, organization_id, document_id, txn_date, total_amount, reverses_entry_id)
+      values (v_entry, org, d.id, v_date, j.total_amount, j.id);
+    insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit, tax_type, tax_on_sale)
+      select l.organization_id, v_entry, l.account_id, v_date, l.credit, l.debit, l.tax_type, l.tax_on_sale
+        from app_public.journal_lines l where l.entry_id = j.id and not l.voided order by l.id;
+  end if;
+  update app_public.documents x set status = 'void', void_entry_id = v_entry, voided_at = now() where x.id = d.id;
+  return jsonb_build_object('success', true, 'error', null,
+    'document', (select app_private.document_json(x) from app_public.documents x where x.id = d.id));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.webhook_deliveries_due(delivery_id uuid, batch integer)
  RETURNS jsonb
  LANGUAGE sql
@@ -4957,6 +5331,18 @@ begin
   return jsonb_build_object('success', true, 'error', null,
     'member', app_private.add_member(organization_id, email, role));
 end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.approve_bill(organization_id uuid, bill_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+AS $function$ select app_private.approve_document(organization_id, 'bill', bill_id) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.approve_invoice(organization_id uuid, invoice_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+AS $function$ select app_private.approve_document(organization_id, 'invoice', invoice_id) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_public.attach_receipt_to_event(organization_id uuid, event_id uuid, object_key text, filename text DEFAULT NULL::text)
@@ -5209,6 +5595,12 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.create_bill(organization_id uuid, contact_id uuid, number text, issue_date text, due_date text, lines jsonb, memo text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE sql
+AS $function$ select app_private.create_document(organization_id, 'bill', contact_id, number, issue_date, due_date, lines, memo) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.create_category_rule(organization_id uuid, vendor_pattern text, category_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -5281,6 +5673,12 @@ begin
   end;
   return jsonb_build_object('success', true, 'error', null, 'intakeAddress', app_private.intake_address_json(r));
 end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.create_invoice(organization_id uuid, contact_id uuid, number text, issue_date text, due_date text, lines jsonb, memo text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE sql
+AS $function$ select app_private.create_document(organization_id, 'invoice', contact_id, number, issue_date, due_date, lines, memo) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_public.create_ledger_event(organization_id uuid, merchant_name text, amount text, transaction_date text, event_type text DEFAULT 'expense'::text, category_id uuid DEFAULT NULL::uuid, payment_account_id uuid DEFAULT NULL::uuid)
@@ -5655,6 +6053,13 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.list_bills(organization_id uuid, status jsonb DEFAULT NULL::jsonb, contact_id uuid DEFAULT NULL::uuid, due_before text DEFAULT NULL::text, search text DEFAULT NULL::text, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select app_private.list_documents(organization_id, 'bill', status, contact_id, due_before, search, "limit", "offset") $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.list_category_rules(organization_id uuid, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer, search text DEFAULT NULL::text, sort_by text DEFAULT NULL::text, sort_dir text DEFAULT NULL::text)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -5753,6 +6158,13 @@ begin
   return coalesce((select jsonb_agg(app_private.intake_address_json(i) order by i.created, i.id)
     from app_public.intake_addresses i where i.organization_id = list_intake_addresses.organization_id and i.active), '[]'::jsonb);
 end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.list_invoices(organization_id uuid, status jsonb DEFAULT NULL::jsonb, contact_id uuid DEFAULT NULL::uuid, due_before text DEFAULT NULL::text, search text DEFAULT NULL::text, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select app_private.list_documents(organization_id, 'invoice', status, contact_id, due_before, search, "limit", "offset") $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_public.list_ledger_events(organization_id uuid, status jsonb DEFAULT NULL::jsonb, has_document boolean DEFAULT NULL::boolean, since_days integer DEFAULT NULL::integer, date_from text DEFAULT NULL::text, date_to text DEFAULT NULL::text, amount_min text DEFAULT NULL::text, amount_max text DEFAULT NULL::text, account_ids jsonb DEFAULT NULL::jsonb, category_ids jsonb DEFAULT NULL::jsonb, payment_account_ids jsonb DEFAULT NULL::jsonb, search text DEFAULT NULL::text, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer, sort_by text DEFAULT NULL::text, sort_dir text DEFAULT NULL::text, reconciliation_id uuid DEFAULT NULL::uuid)
@@ -6809,6 +7221,18 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.void_bill(organization_id uuid, bill_id uuid, posting_date text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE sql
+AS $function$ select app_private.void_document(organization_id, 'bill', bill_id, posting_date) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.void_invoice(organization_id uuid, invoice_id uuid, posting_date text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE sql
+AS $function$ select app_private.void_document(organization_id, 'invoice', invoice_id, posting_date) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.accounts FOR EACH ROW WHEN (((NOT (new.name IS NFC NORMALIZED)) OR (NOT (new.sub_type IS NFC NORMALIZED)))) EXECUTE FUNCTION app_private.tg__nfc('name', 'sub_type');
 
 CREATE TRIGGER _100_touch_updated BEFORE UPDATE ON app_public.accounts FOR EACH ROW EXECUTE FUNCTION app_private.tg__touch_updated();
@@ -6826,6 +7250,8 @@ CREATE TRIGGER _600_classify_needs_review AFTER INSERT ON app_public.category_ru
 CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.contacts FOR EACH ROW WHEN (((NOT (new.display_name IS NFC NORMALIZED)) OR (NOT (new.email IS NFC NORMALIZED)))) EXECUTE FUNCTION app_private.tg__nfc('display_name', 'email');
 
 CREATE TRIGGER _100_touch_updated BEFORE UPDATE ON app_public.contacts FOR EACH ROW EXECUTE FUNCTION app_private.tg__touch_updated();
+
+CREATE TRIGGER _100_touch_updated BEFORE UPDATE ON app_public.documents FOR EACH ROW EXECUTE FUNCTION app_private.tg__touch_updated();
 
 CREATE TRIGGER _050_nfc BEFORE INSERT OR UPDATE ON app_public.intake_addresses FOR EACH ROW WHEN (((NOT (new.address IS NFC NORMALIZED)) OR (NOT (new.label IS NFC NORMALIZED)))) EXECUTE FUNCTION app_private.tg__nfc('address', 'label');
 
@@ -6924,6 +7350,14 @@ policy cloud_drive_objects_tenant on app_public.cloud_drive_objects for all to p
   with check (organization_id = app_public.current_organization_id());
 
 policy contacts_tenant on app_public.contacts for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy document_lines_tenant on app_public.document_lines for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy documents_tenant on app_public.documents for all to public
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
 

@@ -78,7 +78,7 @@ describe("printed schema", () => {
     const row = schema.getType("GeneralLedgerEntry");
     expect(row && isObjectType(row)).toBe(true);
     expect(Object.keys((row as any).getFields()).sort()).toEqual([
-      "accountId", "accountName", "accountType", "amount", "classification", "credit", "debit", "entryId", "eventId",
+      "accountId", "accountName", "accountType", "amount", "classification", "credit", "debit", "documentId", "entryId", "eventId",
       "eventStatus", "eventType", "memo", "merchantName", "month", "organizationId", "reversesEntryId", "rowId", "taxOnSale", "taxType",
       "txnDate",
     ]);

@@ -48,6 +48,16 @@ beforeAll(async () => {
     const confirmed = await h.gql("mutation($o: UUID!, $e: UUID!) { confirmLedgerEvent(organizationId: $o, eventId: $e) { success } }",
       { o: t.organizationId, e: created.body.data.createLedgerEvent.eventId }, t.apiKey);
     expect(confirmed.body.data.confirmLedgerEvent).toMatchObject({ success: true });
+    // Receivables: an approved invoice to a customer gives a document, its lines and an entry.
+    const customer = await h.gql(`mutation($o: UUID!) { createContact(organizationId: $o, contactType: "customer", displayName: "Buyer") { contact { id } } }`,
+      { o: t.organizationId }, t.apiKey);
+    const sales = accounts.find((x: { name: string }) => x.name === "Sales Revenue").id;
+    const invoice = await h.gql(`mutation($o: UUID!, $c: UUID!, $s: UUID!) { createInvoice(organizationId: $o, contactId: $c, number: "INV-1", issueDate: "2026-01-02",
+      dueDate: "2026-02-01", lines: [{ description: "Work", quantity: "1", unitPrice: "100.00", categoryId: $s, taxCode: "HST_ON" }]) { success error document { id } } }`,
+      { o: t.organizationId, c: customer.body.data.createContact.contact.id, s: sales }, t.apiKey);
+    expect(invoice.body.data.createInvoice).toMatchObject({ success: true });
+    expect((await h.gql("mutation($o: UUID!, $i: UUID!) { approveInvoice(organizationId: $o, invoiceId: $i) { success error } }",
+      { o: t.organizationId, i: invoice.body.data.createInvoice.document.id }, t.apiKey)).body.data.approveInvoice).toMatchObject({ success: true });
     // Sales tax: a split purchase with HST gives a row of the sales tax totals.
     const taxed = await h.gql(`mutation($o: UUID!, $p: UUID!) { createLedgerEvent(organizationId: $o, merchantName: "Paper", amount: "11.30",
       transactionDate: "2026-01-02", paymentAccountId: $p) { eventId } }`, { o: t.organizationId, p: chequing }, t.apiKey);

@@ -6,6 +6,7 @@ import { AccountsPlugin } from "../../plugins/accounts.js";
 import { ApiKeysPlugin } from "../../plugins/api-keys.js";
 import { BatchResultsPlugin } from "../../plugins/batch-results.js";
 import { CategoryRulesPlugin } from "../../plugins/category-rules.js";
+import { DocumentsPlugin } from "../../plugins/documents.js";
 import { ContactsPlugin } from "../../plugins/contacts.js";
 import { GENERAL_LEDGER_SCHEMAS, GeneralLedgerPreset } from "../../plugins/general-ledger.js";
 import { IntakeAddressesPlugin } from "../../plugins/intake-addresses.js";
@@ -27,7 +28,7 @@ import { scopeOf } from "../http/request-scope.js";
 export const schemaPlugins = [
   OrganizationsPlugin, ApiKeysPlugin, TaxCodesPlugin, AccountsPlugin, BatchResultsPlugin, ContactsPlugin,
   CategoryRulesPlugin, IntakeAddressesPlugin, LedgerEventsPlugin, ReconciliationsPlugin, ReportsPlugin, BankStatementsPlugin, ReceiptsPlugin,
-  ReceiptSourcesPlugin, WebhooksPlugin,
+  ReceiptSourcesPlugin, WebhooksPlugin, DocumentsPlugin,
 ];
 
 export interface PresetOptions {
