@@ -149,13 +149,13 @@ table app_public.cloud_drive_objects (row-level security, forced)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: DELETE, SELECT
 
 table app_public.contacts (row-level security, forced)
-  column id uuid not null default gen_random_uuid()
-  column organization_id uuid not null  grants: accounting_visitor: INSERT
-  column contact_type text not null  grants: accounting_visitor: INSERT, UPDATE
-  column display_name text not null  grants: accounting_visitor: INSERT, UPDATE
+  column id uuid not null default gen_random_uuid()  grants: reporting_reader: SELECT
+  column organization_id uuid not null  grants: accounting_visitor: INSERT; reporting_reader: SELECT
+  column contact_type text not null  grants: accounting_visitor: INSERT, UPDATE; reporting_reader: SELECT
+  column display_name text not null  grants: accounting_visitor: INSERT, UPDATE; reporting_reader: SELECT
   column email text  grants: accounting_visitor: INSERT, UPDATE
   column phone text  grants: accounting_visitor: INSERT, UPDATE
-  column active boolean not null default true  grants: accounting_visitor: INSERT, UPDATE
+  column active boolean not null default true  grants: accounting_visitor: INSERT, UPDATE; reporting_reader: SELECT
   column created timestamp with time zone not null default now()
   column updated timestamp with time zone not null default now()  grants: accounting_visitor: UPDATE
   constraint contacts_contact_type_check CHECK ((contact_type = ANY (ARRAY['vendor'::text, 'customer'::text])))
@@ -207,7 +207,7 @@ table app_public.documents (row-level security, forced)
   column subtotal numeric(20,2) not null  grants: accounting_visitor: INSERT
   column tax_total numeric(20,2) not null  grants: accounting_visitor: INSERT
   column total numeric(20,2) not null  grants: accounting_visitor: INSERT
-  column amount_paid numeric(20,2) not null default 0
+  column amount_paid numeric(20,2) not null default 0  grants: accounting_visitor: UPDATE
   column journal_entry_id uuid  grants: accounting_visitor: UPDATE
   column void_entry_id uuid  grants: accounting_visitor: UPDATE
   column approved_at timestamp with time zone  grants: accounting_visitor: UPDATE
@@ -423,6 +423,8 @@ table app_public.ledger_events (row-level security, forced)
   column source_id text
   column reversal_entry_id uuid  grants: accounting_visitor: UPDATE
   column splits jsonb  grants: accounting_visitor: UPDATE
+  column contact_id uuid  grants: accounting_visitor: UPDATE
+  constraint ledger_events_contact_fkey FOREIGN KEY (organization_id, contact_id) REFERENCES app_public.contacts(organization_id, id)
   constraint ledger_events_direction_check CHECK ((direction = ANY (ARRAY['in'::text, 'out'::text])))
   constraint ledger_events_event_type_check CHECK ((event_type = ANY (ARRAY['expense'::text, 'income'::text, 'transfer'::text, 'refund'::text])))
   constraint ledger_events_functional_amount_check CHECK ((functional_amount > (0)::numeric))
@@ -446,6 +448,7 @@ table app_public.ledger_events (row-level security, forced)
   constraint ledger_events_tax_code_fkey FOREIGN KEY (tax_code) REFERENCES app_public.sales_tax_codes(code)
   CREATE INDEX ledger_events_amount_idx ON app_public.ledger_events USING btree (organization_id, functional_amount, id)
   CREATE INDEX ledger_events_category_idx ON app_public.ledger_events USING btree (organization_id, category_id, transaction_date)
+  CREATE INDEX ledger_events_contact_idx ON app_public.ledger_events USING btree (organization_id, contact_id, transaction_date) WHERE (contact_id IS NOT NULL)
   CREATE INDEX ledger_events_date_idx ON app_public.ledger_events USING btree (organization_id, transaction_date, id) INCLUDE (status, merchant_name, has_document, has_memo)
   CREATE INDEX ledger_events_duplicate_idx ON app_public.ledger_events USING btree (organization_id, functional_amount, transaction_date)
   CREATE INDEX ledger_events_import_batch_idx ON app_public.ledger_events USING btree (import_batch_id) WHERE (import_batch_id IS NOT NULL)
@@ -495,6 +498,20 @@ END)))
   CREATE UNIQUE INDEX organizations_name_key ON app_public.organizations USING btree (lower(name))
   CREATE UNIQUE INDEX organizations_pkey ON app_public.organizations USING btree (id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
+table app_public.payment_allocations (row-level security, forced)
+  column organization_id uuid not null
+  column event_id uuid not null
+  column document_id uuid not null
+  column amount numeric(20,2) not null
+  column created timestamp with time zone not null default now()
+  constraint payment_allocations_amount_check CHECK ((amount > (0)::numeric))
+  constraint payment_allocations_organization_id_document_id_fkey FOREIGN KEY (organization_id, document_id) REFERENCES app_public.documents(organization_id, id)
+  constraint payment_allocations_organization_id_event_id_fkey FOREIGN KEY (organization_id, event_id) REFERENCES app_public.ledger_events(organization_id, id) ON DELETE CASCADE
+  constraint payment_allocations_pkey PRIMARY KEY (event_id, document_id)
+  CREATE INDEX payment_allocations_document_idx ON app_public.payment_allocations USING btree (document_id)
+  CREATE UNIQUE INDEX payment_allocations_pkey ON app_public.payment_allocations USING btree (event_id, document_id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: DELETE, INSERT, SELECT; reporting_reader: SELECT
 
 table app_public.rate_limit_windows (row-level security, forced)
   column api_key_id uuid not null
@@ -812,6 +829,30 @@ table app_public.webhook_events (row-level security, forced)
   CREATE UNIQUE INDEX webhook_events_pkey ON app_public.webhook_events USING btree (id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
 
+view reporting.documents with (security_invoker=true) as
+ SELECT d.id,
+    d.organization_id,
+    d.kind,
+    d.number,
+    d.contact_id,
+    c.display_name AS contact_name,
+    d.issue_date,
+    d.due_date,
+    d.status,
+    d.subtotal,
+    d.tax_total,
+    d.total,
+    d.amount_paid,
+    (
+        CASE
+            WHEN (d.status = ANY (ARRAY['open'::text, 'partially_paid'::text])) THEN (d.total - d.amount_paid)
+            ELSE (0)::numeric
+        END)::numeric(20,2) AS amount_due,
+    GREATEST((CURRENT_DATE - d.due_date), 0) AS days_past_due
+   FROM (app_public.documents d
+     JOIN app_public.contacts c ON ((c.id = d.contact_id)));
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; reporting_reader: SELECT
+
 view reporting.general_ledger with (security_invoker=true) as
  SELECT l.id,
     l.organization_id,
@@ -1067,6 +1108,61 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.allocate_payment(e app_public.ledger_events, kind text, allocations jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  max_allocations constant integer := 100;
+  a record;
+  d app_public.documents;
+  noun text := case kind when 'invoice' then 'invoice' else 'bill' end;
+begin
+  if jsonb_typeof(allocations) is distinct from 'array' or jsonb_array_length(allocations) = 0 then
+    perform app_private.fail('Allocations must be a list of at least one document.');
+  end if;
+  if jsonb_array_length(allocations) > max_allocations then perform app_private.fail(format('At most %s allocations.', max_allocations)); end if;
+  if exists (select 1 from jsonb_array_elements(allocations) x
+              where x->>'documentId' is null or x->>'documentId' !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$') then
+    perform app_private.fail('Each allocation needs a documentId.');
+  end if;
+  if (select count(distinct x->>'documentId') from jsonb_array_elements(allocations) x) < jsonb_array_length(allocations) then
+    perform app_private.fail('Each document at most once in allocations.');
+  end if;
+  for a in
+    select (x->>'documentId')::uuid as document_id,
+           app_private.parse_amount(x->>'amount', 'An allocation''s amount must be a positive decimal string.') as amount
+      from jsonb_array_elements(allocations) x
+     order by (x->>'documentId')::uuid
+  loop
+    select * into d from app_public.documents x where x.id = a.document_id and x.kind = allocate_payment.kind for update;
+    if not found then perform app_private.fail(format('No %s %s.', noun, a.document_id)); end if;
+    if e.contact_id is not null and d.contact_id <> e.contact_id then
+      perform app_private.fail(format('%s is another contact''s %s: a payment is from one contact.', d.number, noun));
+    end if;
+    e.contact_id := d.contact_id;
+    if d.status not in ('open', 'partially_paid') then
+      perform app_private.fail(format('%s is %s: only an open %s takes a payment.', d.number, replace(d.status, '_', ' '), noun));
+    end if;
+    if a.amount > d.total - d.amount_paid then
+      perform app_private.fail(format('%s exceeds the %s due on %s.', app_private.money(a.amount), app_private.money(d.total - d.amount_paid), d.number));
+    end if;
+    insert into app_public.payment_allocations (organization_id, event_id, document_id, amount) values (e.organization_id, e.id, d.id, a.amount);
+    update app_public.documents x set amount_paid = x.amount_paid + a.amount, status = app_private.paid_status(x.amount_paid + a.amount, x.total)
+     where x.id = d.id;
+    if d.amount_paid + a.amount = d.total then
+      perform app_private.record_webhook_event(e.organization_id, kind || '.paid', d.id,
+        (select app_private.document_json(x) from app_public.documents x where x.id = d.id));
+    end if;
+  end loop;
+  if (select sum(app_private.parse_amount(x->>'amount', 'An allocation''s amount must be a positive decimal string.'))
+        from jsonb_array_elements(allocations) x) <> e.functional_amount then
+    perform app_private.fail('Allocations must add up to the amount.');
+  end if;
+  update app_public.ledger_events x set contact_id = e.contact_id where x.id = e.id and x.contact_id is distinct from e.contact_id;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.api_key_json(id uuid, label text, prefix text, created timestamp with time zone, last_used_at timestamp with time zone, revoked_at timestamp with time zone)
  RETURNS jsonb
  LANGUAGE sql
@@ -1117,6 +1213,8 @@ begin
      where x.amount > 0
      order by x.account_id;
   update app_public.documents x set status = 'open', journal_entry_id = v_entry, approved_at = now() where x.id = d.id;
+  perform app_private.record_webhook_event(org, kind || '.approved', d.id,
+    (select app_private.document_json(x) from app_public.documents x where x.id = d.id));
   return jsonb_build_object('success', true, 'error', null,
     'document', (select app_private.document_json(x) from app_public.documents x where x.id = d.id));
 end $function$
@@ -2579,6 +2677,8 @@ AS $function$
     'taxAmount', app_private.money(e.tax_amount), 'taxCode', e.tax_code,
     'taxAccount', case when t.id is null then null else jsonb_build_object('id', t.id, 'name', t.name) end,
     'splits', case when e.splits is null then '[]'::jsonb else app_private.splits_json(e.splits) end,
+    'contact', case when e.contact_id is not null then (select jsonb_build_object('id', k.id, 'displayName', k.display_name)
+        from app_public.contacts k where k.id = e.contact_id) end,
     'journalEntry', case when j.id is null then null else jsonb_build_object('id', j.id,
         'txnDate', to_char(j.txn_date, 'YYYY-MM-DD'), 'totalAmount', app_private.money(j.total_amount),
         'voidedAt', app_private.iso(j.voided_at)) end,
@@ -3012,6 +3112,13 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.paid_status(amount_paid numeric, total numeric)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select case when amount_paid = 0 then 'open' when amount_paid < total then 'partially_paid' else 'paid' end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.parse_amount(amount text, message text, allow_zero boolean DEFAULT false)
  RETURNS numeric
  LANGUAGE plpgsql
@@ -3124,6 +3231,18 @@ begin
   end if;
   return v_id;
 end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.payment_result(event_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select jsonb_build_object('success', true, 'error', null, 'eventId', e.id, 'journalEntryId', e.journal_entry_id,
+    'documents', coalesce((select jsonb_agg(app_private.document_json(d) order by d.number, d.id)
+      from app_public.payment_allocations p join app_public.documents d on d.id = p.document_id where p.event_id = e.id), '[]'::jsonb))
+    from app_public.ledger_events e where e.id = payment_result.event_id
+$function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.period_totals(org uuid, period daterange)
@@ -4078,6 +4197,20 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.release_allocations(event_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  with released as (
+    delete from app_public.payment_allocations p where p.event_id = release_allocations.event_id
+    returning p.document_id, p.amount
+  )
+  update app_public.documents d set amount_paid = d.amount_paid - r.amount, status = app_private.paid_status(d.amount_paid - r.amount, d.total)
+    from released r where r.document_id = d.id;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.release_dead_worker_jobs(own text[], dead_after interval, unknown_after interval, retry_after interval)
  RETURNS integer
  LANGUAGE plpgsql
@@ -4856,6 +4989,7 @@ declare
       'tax_account_id', case when o.tax_account_id is distinct from n.tax_account_id then jsonb_build_object('old', o.tax_account_id, 'new', n.tax_account_id) end,
       'tax_code', case when o.tax_code is distinct from n.tax_code then jsonb_build_object('old', o.tax_code, 'new', n.tax_code) end,
       'splits', case when o.splits is distinct from n.splits then jsonb_build_object('old', o.splits, 'new', n.splits) end,
+      'contact_id', case when o.contact_id is distinct from n.contact_id then jsonb_build_object('old', o.contact_id, 'new', n.contact_id) end,
       'journal_entry_id', case when o.journal_entry_id is distinct from n.journal_entry_id then jsonb_build_object('old', o.journal_entry_id, 'new', n.journal_entry_id) end,
       'reversal_entry_id', case when o.reversal_entry_id is distinct from n.reversal_entry_id then jsonb_build_object('old', o.reversal_entry_id, 'new', n.reversal_entry_id) end,
       'reference', case when o.reference is distinct from n.reference then jsonb_build_object('old', o.reference, 'new', n.reference) end,
@@ -4927,11 +5061,11 @@ begin
   end if;
   if (new.organization_id, new.event_type, new.direction, new.merchant_name, new.functional_amount, new.functional_currency,
       new.transaction_date, new.memo, new.category_id, new.payment_account_id, new.tax_amount, new.tax_account_id,
-      new.tax_code, new.journal_entry_id, new.reference, new.splits)
+      new.tax_code, new.journal_entry_id, new.reference, new.splits, new.contact_id)
      is distinct from
      (old.organization_id, old.event_type, old.direction, old.merchant_name, old.functional_amount, old.functional_currency,
       old.transaction_date, old.memo, old.category_id, old.payment_account_id, old.tax_amount, old.tax_account_id,
-      old.tax_code, old.journal_entry_id, old.reference, old.splits)
+      old.tax_code, old.journal_entry_id, old.reference, old.splits, old.contact_id)
      or new.status not in ('reconciled', 'confirmed', 'ignored')
      -- Ignored only by a reversal, which keeps the entry and adds its opposite.
      or (new.status = 'ignored' and (old.reversal_entry_id is not null or new.reversal_entry_id is null)) then
@@ -5290,7 +5424,7 @@ CREATE OR REPLACE FUNCTION app_private.webhook_event_types()
  IMMUTABLE PARALLEL SAFE
 AS $function$ select array['ledger_event.created', 'ledger_event.confirmed', 'ledger_event.rejected', 'ledger_event.reversed',
                 'bank_import.completed', 'processor_import.completed', 'receipt.received', 'receipt.matched',
-                'receipt.unmatched', 'reconciliation.completed'] $function$
+                'receipt.unmatched', 'reconciliation.completed', 'invoice.approved', 'invoice.paid', 'bill.approved', 'bill.paid'] $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.webhook_retry_delay(attempts integer, base interval)
@@ -5330,6 +5464,82 @@ begin
   end if;
   return jsonb_build_object('success', true, 'error', null,
     'member', app_private.add_member(organization_id, email, role));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.aging_report(organization_id uuid, as_of text DEFAULT NULL::text, kind text DEFAULT NULL::text)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_as_of date := current_date;
+  v_kind text := coalesce(kind, 'receivable');
+  v_doc text;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  if v_kind not in ('receivable', 'payable') then perform app_private.fail('kind must be receivable or payable.'); end if;
+  v_doc := case v_kind when 'receivable' then 'invoice' else 'bill' end;
+  if as_of is not null then v_as_of := app_private.parse_date(as_of, 'asOf must be a date in YYYY-MM-DD format.'); end if;
+  return (
+    with later as (
+      select p.document_id, sum(p.amount) as amount
+        from app_public.payment_allocations p join app_public.ledger_events e on e.id = p.event_id
+       where p.organization_id = aging_report.organization_id and e.transaction_date > v_as_of
+       group by p.document_id
+    ), owed as (
+      select d.contact_id, v_as_of - d.due_date as late, d.total - d.amount_paid + coalesce(l.amount, 0) as due
+        from app_public.documents d left join later l on l.document_id = d.id
+       where d.organization_id = aging_report.organization_id and d.kind = v_doc and d.issue_date <= v_as_of
+         and (d.status in ('open', 'partially_paid') or (d.status = 'paid' and l.document_id is not null))
+    ), rows as (
+      select o.contact_id,
+             coalesce(sum(o.due) filter (where o.late <= 0), 0) as current,
+             coalesce(sum(o.due) filter (where o.late between 1 and 30), 0) as d30,
+             coalesce(sum(o.due) filter (where o.late between 31 and 60), 0) as d60,
+             coalesce(sum(o.due) filter (where o.late between 61 and 90), 0) as d90,
+             coalesce(sum(o.due) filter (where o.late > 90), 0) as over90,
+             sum(o.due) as total
+        from owed o where o.due <> 0 group by o.contact_id
+    )
+    select jsonb_build_object('asOf', to_char(v_as_of, 'YYYY-MM-DD'), 'kind', v_kind,
+      'rows', coalesce((select jsonb_agg(jsonb_build_object('contact', jsonb_build_object('id', c.id, 'displayName', c.display_name),
+          'current', app_private.money(r.current), 'days1to30', app_private.money(r.d30), 'days31to60', app_private.money(r.d60),
+          'days61to90', app_private.money(r.d90), 'over90', app_private.money(r.over90), 'total', app_private.money(r.total))
+          order by lower(c.display_name), c.id)
+        from rows r join app_public.contacts c on c.id = r.contact_id), '[]'::jsonb),
+      'totals', (select jsonb_build_object('current', app_private.money(coalesce(sum(r.current), 0)),
+          'days1to30', app_private.money(coalesce(sum(r.d30), 0)), 'days31to60', app_private.money(coalesce(sum(r.d60), 0)),
+          'days61to90', app_private.money(coalesce(sum(r.d90), 0)), 'over90', app_private.money(coalesce(sum(r.over90), 0)),
+          'total', app_private.money(coalesce(sum(r.total), 0))) from rows r)));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.apply_ledger_event_to_documents(organization_id uuid, event_id uuid, allocations jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  e app_public.ledger_events;
+  v_kind text;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  perform set_config('app.audit_action', 'classify', true);
+  select * into e from app_public.ledger_events x where x.id = event_id for update;
+  if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
+  if e.status not in ('needs_review', 'pending') then
+    perform app_private.fail('Only an event in needs_review or pending can pay documents.');
+  end if;
+  if e.payment_account_id is null then perform app_private.fail('A payment account is required.'); end if;
+  v_kind := case e.direction when 'in' then 'invoice' else 'bill' end;
+  update app_public.ledger_events x set event_type = 'transfer', category_id = app_private.control_account(e.organization_id, v_kind),
+      splits = null, tax_amount = null, tax_code = null
+    where x.id = e.id
+    returning * into e;
+  perform app_private.allocate_payment(e, v_kind, allocations);
+  perform app_private.post_journal_entries(array[e.id]);
+  perform app_private.record_webhook_event(organization_id, 'ledger_event.confirmed', e.id);
+  return app_private.payment_result(e.id);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -5869,6 +6079,32 @@ CREATE OR REPLACE FUNCTION app_public.disconnect_mailbox(organization_id uuid, m
 AS $function$ select app_private.disconnect_receipt_source(organization_id, 'mailbox', mailbox_id) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.document_match_suggestions(organization_id uuid, event_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare e app_public.ledger_events;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  select * into e from app_public.ledger_events x where x.id = event_id;
+  if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
+  return coalesce((
+    select jsonb_agg(jsonb_build_object('document', app_private.document_json(s.d), 'reason', s.reason) order by s.rank, (s.d).due_date, (s.d).id)
+      from (
+        select d, case when by_number then 'number' else 'amount' end as reason, case when by_number then 0 else 1 end as rank
+          -- A number of fewer than 3 characters is in too many descriptions to say anything.
+          from (select d, (length(d.number) >= 3
+                           and position(lower(d.number) in lower(e.merchant_name || ' ' || coalesce(e.reference, '') || ' ' || e.memo)) > 0) as by_number
+                  from app_public.documents d
+                 where d.organization_id = e.organization_id and d.kind = case e.direction when 'in' then 'invoice' else 'bill' end
+                   and d.status in ('open', 'partially_paid')) m
+         where by_number or (d).total - (d).amount_paid = e.functional_amount
+         order by 3, (d).due_date, (d).id
+         limit 10) s), '[]'::jsonb);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.get_ledger_event(organization_id uuid, event_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -6167,7 +6403,7 @@ CREATE OR REPLACE FUNCTION app_public.list_invoices(organization_id uuid, status
 AS $function$ select app_private.list_documents(organization_id, 'invoice', status, contact_id, due_before, search, "limit", "offset") $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_public.list_ledger_events(organization_id uuid, status jsonb DEFAULT NULL::jsonb, has_document boolean DEFAULT NULL::boolean, since_days integer DEFAULT NULL::integer, date_from text DEFAULT NULL::text, date_to text DEFAULT NULL::text, amount_min text DEFAULT NULL::text, amount_max text DEFAULT NULL::text, account_ids jsonb DEFAULT NULL::jsonb, category_ids jsonb DEFAULT NULL::jsonb, payment_account_ids jsonb DEFAULT NULL::jsonb, search text DEFAULT NULL::text, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer, sort_by text DEFAULT NULL::text, sort_dir text DEFAULT NULL::text, reconciliation_id uuid DEFAULT NULL::uuid)
+CREATE OR REPLACE FUNCTION app_public.list_ledger_events(organization_id uuid, status jsonb DEFAULT NULL::jsonb, has_document boolean DEFAULT NULL::boolean, since_days integer DEFAULT NULL::integer, date_from text DEFAULT NULL::text, date_to text DEFAULT NULL::text, amount_min text DEFAULT NULL::text, amount_max text DEFAULT NULL::text, account_ids jsonb DEFAULT NULL::jsonb, category_ids jsonb DEFAULT NULL::jsonb, payment_account_ids jsonb DEFAULT NULL::jsonb, search text DEFAULT NULL::text, "limit" integer DEFAULT NULL::integer, "offset" integer DEFAULT NULL::integer, sort_by text DEFAULT NULL::text, sort_dir text DEFAULT NULL::text, reconciliation_id uuid DEFAULT NULL::uuid, contact_ids jsonb DEFAULT NULL::jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
  STABLE
@@ -6186,6 +6422,7 @@ declare
   v_accounts uuid[];
   v_categories uuid[];
   v_payments uuid[];
+  v_contacts uuid[];
   v_pattern text;
   v_order text;
   v_where text := '';
@@ -6243,6 +6480,10 @@ begin
     v_payments := app_private.uuid_list(payment_account_ids, 'paymentAccountIds');
     v_where := v_where || ' and e.payment_account_id = any ($10)';
   end if;
+  if contact_ids is not null then
+    v_contacts := app_private.uuid_list(contact_ids, 'contactIds');
+    v_where := v_where || ' and e.contact_id = any ($15)';
+  end if;
   if search is not null and search <> '' then
     v_pattern := app_private.like_pattern(search);
     -- Answered from the date index (merchant_name and has_memo are in it); only events that have
@@ -6268,7 +6509,7 @@ begin
 
   -- The total: from the per-day status counts when only status and dates filter, else counted.
   if reconciliation_id is null and has_document is null and v_min is null and v_max is null and v_accounts is null and v_categories is null
-     and v_payments is null and v_pattern is null then
+     and v_payments is null and v_contacts is null and v_pattern is null then
     select coalesce(sum(c.n), 0) into v_total from app_public.ledger_event_daily_counts c
      where c.organization_id = list_ledger_events.organization_id
        and (v_status is null or c.status = any (v_status))
@@ -6277,7 +6518,7 @@ begin
     execute 'select count(*) from app_public.ledger_events e where e.organization_id = $1' || v_where
       into v_total
       using organization_id, v_status, v_from, v_to, has_document, v_min, v_max, v_accounts, v_categories, v_payments, v_pattern,
-            null::integer, null::integer, v_reconciliation;
+            null::integer, null::integer, v_reconciliation, v_contacts;
   end if;
 
   -- The page, in one statement: ids in total order, then each event with its accounts and entry.
@@ -6301,7 +6542,7 @@ begin
       from app_public.reconciliation_clearings k where k.event_id = e.id and k.reconciliation_id = ($14).id))$c$ end)
     into v_items
     using organization_id, v_status, v_from, v_to, has_document, v_min, v_max, v_accounts, v_categories, v_payments,
-          v_pattern, v_limit, v_offset, v_reconciliation;
+          v_pattern, v_limit, v_offset, v_reconciliation, v_contacts;
   return jsonb_build_object('items', v_items, 'totalCount', v_total, 'pageSize', v_limit, 'offset', v_offset);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -6546,6 +6787,39 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.record_payment(organization_id uuid, contact_id uuid, payment_account_id uuid, amount text, date text, allocations jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  c app_public.contacts;
+  v_kind text;
+  v_amount numeric;
+  v_date date;
+  e app_public.ledger_events;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  perform set_config('app.audit_action', 'create', true);
+  select * into c from app_public.contacts x where x.id = record_payment.contact_id;
+  if not found then perform app_private.fail('Contact not found.'); end if;
+  v_kind := case c.contact_type when 'customer' then 'invoice' else 'bill' end;
+  perform app_private.check_payment_account(payment_account_id);
+  v_amount := app_private.parse_amount(amount, 'Amount must be a positive decimal string.');
+  v_date := app_private.parse_date(date, 'Date must be a date in YYYY-MM-DD format.');
+  insert into app_public.ledger_events (organization_id, event_type, direction, merchant_name, functional_amount,
+      functional_currency, transaction_date, category_id, payment_account_id, contact_id)
+    select record_payment.organization_id, 'transfer', case v_kind when 'invoice' then 'in' else 'out' end, c.display_name, v_amount,
+           o.functional_currency, v_date, app_private.control_account(record_payment.organization_id, v_kind), payment_account_id, c.id
+      from app_public.organizations o where o.id = record_payment.organization_id
+    returning * into e;
+  perform app_private.allocate_payment(e, v_kind, allocations);
+  perform app_private.post_journal_entries(array[e.id]);
+  perform app_private.record_webhook_event(organization_id, 'ledger_event.created', e.id);
+  perform app_private.record_webhook_event(organization_id, 'ledger_event.confirmed', e.id);
+  return app_private.payment_result(e.id);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.redeliver_webhook(organization_id uuid, webhook_delivery_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -6586,6 +6860,7 @@ begin
     update app_public.journal_entries j set voided_at = now() where j.id = e.journal_entry_id and j.voided_at is null;
   end if;
   perform app_private.unclear_event(e.id);
+  perform app_private.release_allocations(e.id);
   update app_public.ledger_events x set status = 'ignored' where x.id = e.id;
   perform app_private.record_webhook_event(organization_id, 'ledger_event.rejected', e.id);
   return jsonb_build_object('success', true, 'error', null, 'eventId', e.id);
@@ -6657,6 +6932,7 @@ begin
     select l.organization_id, v_entry, l.account_id, v_date, l.credit, l.debit, l.tax_type, l.tax_on_sale
       from app_public.journal_lines l where l.entry_id = j.id and not l.voided order by l.id;
   perform app_private.unclear_event(e.id);
+  perform app_private.release_allocations(e.id);
   update app_public.ledger_events x set status = 'ignored', reversal_entry_id = v_entry where x.id = e.id;
   perform app_private.record_webhook_event(organization_id, 'ledger_event.reversed', e.id);
   return jsonb_build_object('success', true, 'error', null, 'eventId', e.id, 'journalEntryId', v_entry);
@@ -7139,7 +7415,7 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_public.update_staged_entry(organization_id uuid, event_id uuid, category_id uuid DEFAULT NULL::uuid, payment_id uuid DEFAULT NULL::uuid, tax_amount text DEFAULT NULL::text, tax_account_id uuid DEFAULT NULL::uuid, tax_code text DEFAULT NULL::text, splits jsonb DEFAULT NULL::jsonb)
+CREATE OR REPLACE FUNCTION app_public.update_staged_entry(organization_id uuid, event_id uuid, category_id uuid DEFAULT NULL::uuid, payment_id uuid DEFAULT NULL::uuid, tax_amount text DEFAULT NULL::text, tax_account_id uuid DEFAULT NULL::uuid, tax_code text DEFAULT NULL::text, splits jsonb DEFAULT NULL::jsonb, contact_id uuid DEFAULT NULL::uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
@@ -7214,8 +7490,12 @@ begin
     perform app_private.fail('The tax account must differ from the category and payment accounts.');
   end if;
 
+  if contact_id is not null and not exists (select 1 from app_public.contacts k where k.id = contact_id) then
+    perform app_private.fail('Contact not found.');
+  end if;
   update app_public.ledger_events x set category_id = v_category, payment_account_id = v_payment,
-      tax_amount = v_tax, tax_account_id = v_tax_account, tax_code = v_tax_code, splits = v_splits
+      tax_amount = v_tax, tax_account_id = v_tax_account, tax_code = v_tax_code, splits = v_splits,
+      contact_id = coalesce(update_staged_entry.contact_id, x.contact_id)
     where x.id = e.id;
   return jsonb_build_object('success', true, 'error', null, 'event', app_private.ledger_event_json_by_id(e.id));
 end $function$
@@ -7404,6 +7684,10 @@ policy memberships_tenant on app_public.memberships for all to public
 
 policy organizations_tenant on app_public.organizations for all to public
   using (id = app_public.current_organization_id());
+
+policy payment_allocations_tenant on app_public.payment_allocations for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
 
 policy rate_limit_windows_tenant on app_public.rate_limit_windows for all to public
   using (organization_id = app_public.current_organization_id());

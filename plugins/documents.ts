@@ -44,12 +44,25 @@ export const DocumentsPlugin = sqlOperationsPlugin("DocumentsPlugin", gql`
   type DocumentResult { success: Boolean! error: String document: Document }
   "quantity: at most 4 decimals; unitPrice: at least 0, at most 4 decimals; categoryId: a revenue account (invoice) or an expense or asset account (bill)."
   input DocumentLineInput { description: String! quantity: String! unitPrice: String! categoryId: UUID! taxCode: String }
+  "What a payment pays of one document."
+  input AllocationInput { documentId: UUID! amount: String! }
+  "The payment's ledger event (confirmed, with its entry) and the documents it paid, as they are now."
+  type PaymentResult { success: Boolean! error: String eventId: UUID journalEntryId: UUID documents: [Document!] }
+  "reason: number (its number is in the bank line's description or reference) or amount (its amount due is the line's amount)."
+  type DocumentMatchSuggestion { document: Document! reason: String! }
+  type AgingRow { contact: DocumentContact! current: String! days1to30: String! days31to60: String! days61to90: String! over90: String! total: String! }
+  type AgingTotals { current: String! days1to30: String! days31to60: String! days61to90: String! over90: String! total: String! }
+  type AgingReport { asOf: String! kind: String! rows: [AgingRow!]! totals: AgingTotals! }
 
   extend type Query {
     "The latest issued first. Filters: status (any of), contactId, dueBefore (due earlier than that day), search (number and contact name)."
     listInvoices(organizationId: UUID!, status: [String!], contactId: UUID, dueBefore: String, search: String, limit: Int, offset: Int): DocumentPage!
     "As listInvoices, for bills."
     listBills(organizationId: UUID!, status: [String!], contactId: UUID, dueBefore: String, search: String, limit: Int, offset: Int): DocumentPage!
+    "Open documents an imported bank line may pay (money in: invoices; out: bills): by number first, then by amount due; at most 10."
+    documentMatchSuggestions(organizationId: UUID!, eventId: UUID!): [DocumentMatchSuggestion!]!
+    "What each contact owed on asOf (default today) by days past due; kind: receivable (default) or payable."
+    agingReport(organizationId: UUID!, asOf: Date, kind: String): AgingReport!
   }
   extend type Mutation {
     "A draft invoice to a customer; number unique in the organization. Dates YYYY-MM-DD; at most 200 lines."
@@ -66,5 +79,10 @@ export const DocumentsPlugin = sqlOperationsPlugin("DocumentsPlugin", gql`
     voidInvoice(organizationId: UUID!, invoiceId: UUID!, postingDate: String): DocumentResult!
     "As voidInvoice, for a bill."
     voidBill(organizationId: UUID!, billId: UUID!, postingDate: String): DocumentResult!
+    "A customer's payment in, or a payment to a vendor out, booked and confirmed; allocations must add up to amount, none more than is due."
+    recordPayment(organizationId: UUID!, contactId: UUID!, paymentAccountId: UUID!, amount: String!, date: String!,
+      allocations: [AllocationInput!]!): PaymentResult!
+    "An imported bank line (needs_review or pending) pays documents: it becomes a transfer to Accounts Receivable or Payable and is confirmed."
+    applyLedgerEventToDocuments(organizationId: UUID!, eventId: UUID!, allocations: [AllocationInput!]!): PaymentResult!
   }
 `);

@@ -41,6 +41,8 @@ export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
     taxAmount: String
     taxCode: String
     taxAccount: LedgerAccountRef
+    "The customer or vendor: set by updateStagedEntry(contactId:), and on a payment of invoices or bills."
+    contact: DocumentContact
     "The lines of a split event, in the order given (category and taxAmount above show the largest line and the lines' tax); empty for an event of one line."
     splits: [LedgerEventSplit!]!
     "The entry that posted it (on transactionDate, or on the postingDate it was confirmed with)."
@@ -91,7 +93,9 @@ export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
       "asc or desc (default desc)"
       sortDir: String,
       "The events of a reconciliation: while open, the account's confirmed events up to its statement date and those it ticked; once completed, those it cleared."
-      reconciliationId: UUID
+      reconciliationId: UUID,
+      "Events of any of these contacts."
+      contactIds: [UUID!]
     ): LedgerEventPage!
     getLedgerEvent(organizationId: UUID!, eventId: UUID!): LedgerEvent!
     "The event's audit trail, oldest first."
@@ -104,7 +108,7 @@ export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
       eventType: String): UpdateLedgerEventResult!
     "splits classifies the event into several category lines, which must add up to its amount; categoryId makes it one line again."
     updateStagedEntry(organizationId: UUID!, eventId: UUID!, categoryId: UUID, paymentId: UUID, taxAmount: String,
-      taxAccountId: UUID, taxCode: String, splits: [LedgerEventSplitInput!]): UpdateStagedEntryResult!
+      taxAccountId: UUID, taxCode: String, splits: [LedgerEventSplitInput!], contactId: UUID): UpdateStagedEntryResult!
     "postingDate (YYYY-MM-DD): the entry's date when not the transaction date, such as a day after the lock date."
     confirmLedgerEvent(organizationId: UUID!, eventId: UUID!, postingDate: String): ConfirmLedgerEventResult!
     rejectLedgerEvent(organizationId: UUID!, eventId: UUID!): RejectLedgerEventResult!

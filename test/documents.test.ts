@@ -179,3 +179,143 @@ describe("bills", () => {
       .toMatchObject({ success: false, error: "A bill is from a vendor." });
   });
 });
+
+describe("payments", () => {
+  const PAY = `mutation($org: UUID!, $c: UUID!, $p: UUID!, $a: String!, $d: String!, $al: [AllocationInput!]!) {
+    recordPayment(organizationId: $org, contactId: $c, paymentAccountId: $p, amount: $a, date: $d, allocations: $al) {
+      success error eventId journalEntryId documents { number status amountPaid amountDue } } }`;
+  const APPLY = `mutation($org: UUID!, $e: UUID!, $al: [AllocationInput!]!) { applyLedgerEventToDocuments(organizationId: $org, eventId: $e, allocations: $al) {
+    success error eventId documents { number status amountDue } } }`;
+  const SUGGEST = `query($org: UUID!, $e: UUID!) { documentMatchSuggestions(organizationId: $org, eventId: $e) { reason document { number amountDue } } }`;
+  const AGING = `query($org: UUID!, $asOf: Date, $kind: String) { agingReport(organizationId: $org, asOf: $asOf, kind: $kind) { asOf kind
+    rows { contact { displayName } current days1to30 days31to60 days61to90 over90 total } totals { current days1to30 days31to60 days61to90 over90 total } } }`;
+
+  /** A tenant with a customer and approved invoices of the given totals (no tax), due on the given days. */
+  async function books(invoices: [number: string, total: string, dueDate?: string][]) {
+    const tenant = await createTenant(h);
+    const a = await accountsOf(h, tenant);
+    const c = await contact(tenant, "customer", "Laval Print");
+    const ids: Record<string, string> = {};
+    for (const [number, total, dueDate] of invoices) {
+      const created = await invoice(number, [{ description: "Work", quantity: "1", unitPrice: total, categoryId: a["Sales Revenue"] }],
+        { tenant, c, issueDate: "2026-01-05", dueDate: dueDate ?? "2026-02-04" });
+      ids[number] = (await call(h, tenant, APPROVE_INVOICE, { id: created.document.id }, "approveInvoice")).document.id;
+    }
+    const pay = (amount: string, allocations: { documentId: string; amount: string }[], date = "2026-02-01") =>
+      call(h, tenant, PAY, { c, p: a["Chequing"], a: amount, d: date, al: allocations }, "recordPayment");
+    const balance = async () => (dataOf(await h.gql(CONTACTS, { org: tenant.organizationId }, tenant.apiKey), "listContacts")).items[0].balance;
+    return { tenant, a, c, ids, pay, balance };
+  }
+
+  it("a partial payment then the rest: open, partially paid, paid with nothing due; each payment posts bank against Accounts Receivable", async () => {
+    const { tenant, ids, pay, balance } = await books([["INV-1", "1130.00"]]);
+    // An endpoint subscribed to the documents' events (its URL is never called here).
+    await h.owner.query(`insert into app_public.webhook_endpoints (organization_id, url, events, secret_sealed)
+      values ($1, 'https://hooks.example.com/in', '{invoice.approved,invoice.paid}', 'v1:sealed')`, [tenant.organizationId]);
+    const first = await pay("500.00", [{ documentId: ids["INV-1"], amount: "500.00" }]);
+    expect(first).toMatchObject({ success: true, documents: [{ number: "INV-1", status: "partially_paid", amountPaid: "500.00", amountDue: "630.00" }] });
+    expect(await legs(first.journalEntryId)).toEqual([["Accounts Receivable", "0.00", "500.00", null], ["Chequing", "500.00", "0.00", null]]);
+    expect(await balance()).toBe(630);
+    const rest = await pay("630.00", [{ documentId: ids["INV-1"], amount: "630.00" }]);
+    expect(rest).toMatchObject({ success: true, documents: [{ status: "paid", amountPaid: "1130.00", amountDue: "0.00" }] });
+    expect(await balance()).toBe(0);
+    const { rows } = await h.owner.query("select type, object->>'number' as number, object->>'status' as status from app_public.webhook_events where organization_id = $1",
+      [tenant.organizationId]);
+    expect(rows).toEqual([{ type: "invoice.paid", number: "INV-1", status: "paid" }]);
+    // For analysts: the documents with what is due.
+    const c = await h.owner.connect();
+    try {
+      await c.query("begin");
+      await c.query("set local role reporting_reader");
+      await c.query("select set_config('app.organization_id', $1, true)", [tenant.organizationId]);
+      expect((await c.query("select kind, number, status, total::text, amount_due::text from reporting.documents")).rows)
+        .toEqual([{ kind: "invoice", number: "INV-1", status: "paid", total: "1130.00", amount_due: "0.00" }]);
+    } finally {
+      await c.query("rollback");
+      c.release();
+    }
+  });
+
+  it("refuses over-allocation, allocations that do not add up, and a paid invoice, writing nothing", async () => {
+    const { tenant, ids, pay } = await books([["INV-1", "100.00"], ["INV-2", "50.00"]]);
+    const before = async () => ({
+      docs: (await h.owner.query("select id, status, amount_paid from app_public.documents where organization_id = $1 order by id", [tenant.organizationId])).rows,
+      events: (await h.owner.query("select count(*)::int n from app_public.ledger_events where organization_id = $1", [tenant.organizationId])).rows,
+    });
+    const start = await before();
+    expect(await pay("150.00", [{ documentId: ids["INV-1"], amount: "150.00" }])).toMatchObject({ success: false, error: "150.00 exceeds the 100.00 due on INV-1." });
+    expect(await pay("150.00", [{ documentId: ids["INV-1"], amount: "100.00" }])).toMatchObject({ success: false, error: "Allocations must add up to the amount." });
+    expect(await pay("100.00", [{ documentId: ids["INV-1"], amount: "60.00" }, { documentId: ids["INV-1"], amount: "40.00" }]))
+      .toMatchObject({ success: false, error: "Each document at most once in allocations." });
+    expect(await before()).toEqual(start);
+    expect(await pay("100.00", [{ documentId: ids["INV-1"], amount: "100.00" }])).toMatchObject({ success: true });
+    expect(await pay("1.00", [{ documentId: ids["INV-1"], amount: "1.00" }])).toMatchObject({ success: false, error: "INV-1 is paid: only an open invoice takes a payment." });
+    // A paid invoice cannot be voided.
+    expect(await call(h, tenant, VOID_INVOICE, { id: ids["INV-1"] }, "voidInvoice")).toMatchObject({ success: false, error: "A document with payments cannot be voided." });
+  });
+
+  it("one payment split across two invoices; rejecting it makes them owed again", async () => {
+    const { tenant, ids, pay, balance } = await books([["INV-1", "100.00"], ["INV-2", "50.00"]]);
+    const paid = await pay("120.00", [{ documentId: ids["INV-1"], amount: "100.00" }, { documentId: ids["INV-2"], amount: "20.00" }]);
+    expect(paid).toMatchObject({ success: true, documents: [
+      { number: "INV-1", status: "paid", amountDue: "0.00" }, { number: "INV-2", status: "partially_paid", amountDue: "30.00" }] });
+    expect(await balance()).toBe(30);
+    expect(await call(h, tenant, `mutation($org: UUID!, $e: UUID!) { rejectLedgerEvent(organizationId: $org, eventId: $e) { success error } }`, { e: paid.eventId }, "rejectLedgerEvent"))
+      .toMatchObject({ success: true });
+    expect(await balance()).toBe(150);
+    const { rows } = await h.owner.query("select number, status, amount_paid::text from app_public.documents where organization_id = $1 order by number", [tenant.organizationId]);
+    expect(rows).toEqual([{ number: "INV-1", status: "open", amount_paid: "0.00" }, { number: "INV-2", status: "open", amount_paid: "0.00" }]);
+  });
+
+  it("a bank deposit applied to an invoice from documentMatchSuggestions: the customer owes nothing, and balances equal Accounts Receivable", async () => {
+    const { tenant, a, c, ids, balance } = await books([["INV-7001", "565.00"], ["INV-7002", "200.00"]]);
+    const imported = await call(h, tenant, `mutation($org: UUID!, $p: UUID!) { importBankStatement(organizationId: $org, paymentAccountId: $p, rows: [
+      { transactionDate: "2026-02-03", description: "E-TRANSFER LAVAL PRINT INV-7001", amount: "565.00", eventType: "income" },
+      { transactionDate: "2026-02-04", description: "DEPOSIT", amount: "200.00", eventType: "income" }]) { success importedCount } }`,
+    { p: a["Chequing"] }, "importBankStatement");
+    expect(imported).toMatchObject({ success: true, importedCount: 2 });
+    const { rows: events } = await h.owner.query("select id, merchant_name from app_public.ledger_events where organization_id = $1 order by transaction_date", [tenant.organizationId]);
+    const suggested = dataOf(await h.gql(SUGGEST, { org: tenant.organizationId, e: events[0].id }, tenant.apiKey), "documentMatchSuggestions");
+    expect(suggested).toEqual([{ reason: "number", document: { number: "INV-7001", amountDue: "565.00" } }]);
+    expect(dataOf(await h.gql(SUGGEST, { org: tenant.organizationId, e: events[1].id }, tenant.apiKey), "documentMatchSuggestions"))
+      .toEqual([{ reason: "amount", document: { number: "INV-7002", amountDue: "200.00" } }]);
+    const applied = await call(h, tenant, APPLY, { e: events[0].id, al: [{ documentId: ids["INV-7001"], amount: "565.00" }] }, "applyLedgerEventToDocuments");
+    expect(applied).toMatchObject({ success: true, documents: [{ number: "INV-7001", status: "paid", amountDue: "0.00" }] });
+    const event = dataOf(await h.gql(`query($org: UUID!, $e: UUID!) { getLedgerEvent(organizationId: $org, eventId: $e) { status eventType category { name } contact { id displayName } } }`,
+      { org: tenant.organizationId, e: events[0].id }, tenant.apiKey), "getLedgerEvent");
+    expect(event).toEqual({ status: "confirmed", eventType: "transfer", category: { name: "Accounts Receivable" }, contact: { id: c, displayName: "Laval Print" } });
+    expect(await balance()).toBe(200);
+    // The customer's balance is Accounts Receivable's in the trial balance.
+    const tb = dataOf(await h.gql(`query($org: UUID!) { trialBalance(organizationId: $org) { rows { accountName debit credit } } }`, { org: tenant.organizationId }, tenant.apiKey), "trialBalance");
+    expect(tb.rows).toContainEqual({ accountName: "Accounts Receivable", debit: "200.00", credit: "0.00" });
+    // The event is the contact's: listLedgerEvents(contactIds:) finds it.
+    const listed = dataOf(await h.gql(`query($org: UUID!, $c: [UUID!]) { listLedgerEvents(organizationId: $org, contactIds: $c) { items { id } totalCount } }`,
+      { org: tenant.organizationId, c: [c] }, tenant.apiKey), "listLedgerEvents");
+    expect(listed).toEqual({ items: [{ id: events[0].id }], totalCount: 1 });
+    expect(await call(h, tenant, APPLY, { e: events[0].id, al: [{ documentId: ids["INV-7002"], amount: "565.00" }] }, "applyLedgerEventToDocuments"))
+      .toMatchObject({ success: false, error: "Only an event in needs_review or pending can pay documents." });
+  });
+
+  it("two payments of one invoice's last dollar at once: exactly one succeeds", async () => {
+    const { ids, pay, balance } = await books([["INV-1", "100.00"]]);
+    await pay("99.00", [{ documentId: ids["INV-1"], amount: "99.00" }]);
+    const results = await Promise.all([1, 2].map(() => pay("1.00", [{ documentId: ids["INV-1"], amount: "1.00" }])));
+    expect(results.filter((r) => r.success)).toHaveLength(1);
+    expect(results.find((r) => !r.success)).toMatchObject({ error: "INV-1 is paid: only an open invoice takes a payment." });
+    expect(await balance()).toBe(0);
+  });
+
+  it("ages what is owed on a fixed day: due 0, 15, 45, 75 and 120 days earlier, a payment dated after it added back", async () => {
+    const asOf = "2026-06-30";
+    const day = (n: number) => new Date(Date.parse(asOf) - n * 86400_000).toISOString().slice(0, 10);
+    const { tenant, ids, pay } = await books([["A", "10.00", day(0)], ["B", "20.00", day(15)], ["C", "30.00", day(45)], ["D", "40.00", day(75)], ["E", "50.00", day(120)]]);
+    await pay("5.00", [{ documentId: ids["C"], amount: "5.00" }], "2026-06-01"); // before asOf: C owes 25.00
+    await pay("40.00", [{ documentId: ids["D"], amount: "40.00" }], "2026-07-02"); // after: D still owed 40.00 on asOf
+    const report = dataOf(await h.gql(AGING, { org: tenant.organizationId, asOf }, tenant.apiKey), "agingReport");
+    const expected = { current: "10.00", days1to30: "20.00", days31to60: "25.00", days61to90: "40.00", over90: "50.00", total: "145.00" };
+    expect(report).toEqual({ asOf, kind: "receivable", rows: [{ contact: { displayName: "Laval Print" }, ...expected }], totals: expected });
+    expect(dataOf(await h.gql(AGING, { org: tenant.organizationId, asOf, kind: "payable" }, tenant.apiKey), "agingReport"))
+      .toMatchObject({ rows: [], totals: { total: "0.00" } });
+    expect((await h.gql(AGING, { org: tenant.organizationId, kind: "overdue" }, tenant.apiKey)).body.errors[0].message).toBe("kind must be receivable or payable.");
+  });
+});

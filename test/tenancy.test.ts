@@ -58,6 +58,11 @@ beforeAll(async () => {
     expect(invoice.body.data.createInvoice).toMatchObject({ success: true });
     expect((await h.gql("mutation($o: UUID!, $i: UUID!) { approveInvoice(organizationId: $o, invoiceId: $i) { success error } }",
       { o: t.organizationId, i: invoice.body.data.createInvoice.document.id }, t.apiKey)).body.data.approveInvoice).toMatchObject({ success: true });
+    // ... and a payment of part of it, an allocation.
+    const paid = await h.gql(`mutation($o: UUID!, $c: UUID!, $p: UUID!, $i: UUID!) { recordPayment(organizationId: $o, contactId: $c, paymentAccountId: $p,
+      amount: "50.00", date: "2026-01-10", allocations: [{ documentId: $i, amount: "50.00" }]) { success error } }`,
+      { o: t.organizationId, c: customer.body.data.createContact.contact.id, p: chequing, i: invoice.body.data.createInvoice.document.id }, t.apiKey);
+    expect(paid.body.data.recordPayment).toMatchObject({ success: true });
     // Sales tax: a split purchase with HST gives a row of the sales tax totals.
     const taxed = await h.gql(`mutation($o: UUID!, $p: UUID!) { createLedgerEvent(organizationId: $o, merchantName: "Paper", amount: "11.30",
       transactionDate: "2026-01-02", paymentAccountId: $p) { eventId } }`, { o: t.organizationId, p: chequing }, t.apiKey);
