@@ -1,6 +1,6 @@
 import autocannon from "autocannon";
 import pg from "pg";
-import { benchDatabase, databaseUrl, generateLedger, startServer, withPlans } from "./support.js";
+import { benchDatabase, databaseUrl, generateLedger, latencyRow, startServer, withPlans } from "./support.js";
 
 /**
  * `npm run bench -- ledger [--events N] [--reuse]`: one organization with N events (default
@@ -92,15 +92,7 @@ export async function run(args: string[]) {
       ["trialBalance, as of a day in the past year", (i) => [TRIAL_BALANCE, { org, asOf: daysAgo(1 + (i * 7) % 365) }]],
     ];
     for (const [name, make] of confirmOnly ? [] : closingOnly ? closing : salesTaxOnly ? salesTax : [...cases, ...closing]) {
-      for (let i = 0; i < 20; i++) await post(...make(i)); // warm-up
-      const times: number[] = [];
-      for (let i = 0; i < 300; i++) {
-        const t0 = performance.now();
-        await post(...make(i));
-        times.push(performance.now() - t0);
-      }
-      times.sort((a, b) => a - b);
-      const line = `| ${name} | ${pct(times, 50)} | ${pct(times, 95)} | ${pct(times, 99)} |`;
+      const line = await latencyRow(name, (i) => post(...make(i)));
       results.push(line);
       console.log(line);
     }
@@ -187,4 +179,3 @@ export async function run(args: string[]) {
   console.log("\nSummary:\n| request | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|\n" + results.join("\n"));
 }
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))].toFixed(1);

@@ -160,3 +160,20 @@ export function memoryKb(pid: number, field: "VmRSS" | "VmHWM"): number {
     return 0;
   }
 }
+
+/**
+ * A table row of sequential latencies: `request(i)` 20 times to warm up, then 300 times timed;
+ * `| name | p50 | p95 | p99 |` in milliseconds.
+ */
+export async function latencyRow(name: string, request: (i: number) => Promise<unknown>): Promise<string> {
+  for (let i = 0; i < 20; i++) await request(i);
+  const times: number[] = [];
+  for (let i = 0; i < 300; i++) {
+    const t0 = performance.now();
+    await request(i);
+    times.push(performance.now() - t0);
+  }
+  times.sort((a, b) => a - b);
+  const pct = (p: number) => times[Math.min(times.length - 1, Math.floor((p / 100) * times.length))].toFixed(1);
+  return `| ${name} | ${pct(50)} | ${pct(95)} | ${pct(99)} |`;
+}

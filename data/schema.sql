@@ -848,7 +848,10 @@ view reporting.documents with (security_invoker=true) as
             WHEN (d.status = ANY (ARRAY['open'::text, 'partially_paid'::text])) THEN (d.total - d.amount_paid)
             ELSE (0)::numeric
         END)::numeric(20,2) AS amount_due,
-    GREATEST((CURRENT_DATE - d.due_date), 0) AS days_past_due
+        CASE
+            WHEN (d.status = ANY (ARRAY['open'::text, 'partially_paid'::text])) THEN GREATEST((CURRENT_DATE - d.due_date), 0)
+            ELSE 0
+        END AS days_past_due
    FROM (app_public.documents d
      JOIN app_public.contacts c ON ((c.id = d.contact_id)));
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; reporting_reader: SELECT
@@ -1135,8 +1138,12 @@ begin
       from jsonb_array_elements(allocations) x
      order by (x->>'documentId')::uuid
   loop
-    select * into d from app_public.documents x where x.id = a.document_id and x.kind = allocate_payment.kind for update;
+    select * into d from app_public.documents x where x.id = a.document_id for update;
     if not found then perform app_private.fail(format('No %s %s.', noun, a.document_id)); end if;
+    if d.kind <> allocate_payment.kind then
+      perform app_private.fail(format('%s is %s: money %s pays %ss.', d.number, case d.kind when 'invoice' then 'an invoice' else 'a bill' end,
+        case kind when 'invoice' then 'in' else 'out' end, noun));
+    end if;
     if e.contact_id is not null and d.contact_id <> e.contact_id then
       perform app_private.fail(format('%s is another contact''s %s: a payment is from one contact.', d.number, noun));
     end if;
@@ -1188,7 +1195,9 @@ begin
   perform app_private.check_category(l.category_id, case kind when 'invoice' then 'income' else 'expense' end)
      from app_public.document_lines l where l.document_id = d.id;
   v_control := app_private.control_account(org, kind);
-  v_tax_account := app_private.tax_account_or_default(org, d.tax_total, null);
+  v_tax_account := app_private.tax_account_or_default(org, (select sum(t.portion) from app_public.document_lines l
+    cross join lateral app_private.tax_excluded_parts(l.amount, l.tax_code, d.issue_date) t
+     where l.document_id = d.id and (sale or t.recoverable)), null);
   insert into app_public.journal_entries (id, organization_id, document_id, txn_date, total_amount)
     values (v_entry, org, d.id, d.issue_date, d.total);
   insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit, tax_type, tax_on_sale)
@@ -1590,6 +1599,10 @@ begin
   select * into a from app_public.accounts where id = account;
   if not found then perform app_private.fail('Category account not found.'); end if;
   if not a.active then perform app_private.fail('Category account is inactive.'); end if;
+  -- What a contact owes or is owed is what its documents say (contact_balances): nothing else posts there.
+  if a.account_type in ('accounts_receivable', 'accounts_payable') then
+    perform app_private.fail('Accounts Receivable and Payable take only invoices, bills and their payments.');
+  end if;
   if not app_private.category_fits(event_type, a.classification) then
     perform app_private.fail(case event_type
       when 'expense' then 'Category must be an expense or asset account for an expense event.'
@@ -1660,7 +1673,8 @@ CREATE OR REPLACE FUNCTION app_private.check_split_category(account uuid, event_
  STABLE
 AS $function$
 begin
-  if event_type = 'expense' and exists (select 1 from app_public.accounts a where a.id = account and a.active and a.classification = 'liability') then
+  if event_type = 'expense' and exists (select 1 from app_public.accounts a where a.id = account and a.active and a.classification = 'liability'
+                                           and a.account_type <> 'accounts_payable') then
     return;
   end if;
   perform app_private.check_category(account, event_type);
@@ -1971,18 +1985,28 @@ CREATE OR REPLACE FUNCTION app_private.control_account(org uuid, kind text)
 AS $function$
 declare
   v_type text := case kind when 'invoice' then 'accounts_receivable' else 'accounts_payable' end;
-  v_id uuid;
+  v_name text := case kind when 'invoice' then 'Accounts Receivable' else 'Accounts Payable' end;
+  a app_public.accounts;
 begin
-  select a.id into v_id from app_public.accounts a
-   where a.organization_id = org and a.account_type = v_type and a.active order by a.created, a.id limit 1;
-  if v_id is null then
-    insert into app_public.accounts (organization_id, name, account_type, classification, tax_code_id)
-      select org, case kind when 'invoice' then 'Accounts Receivable' else 'Accounts Payable' end, v_type,
-             case kind when 'invoice' then 'asset' else 'liability' end, t.id
-        from app_public.tax_codes t where t.code = case kind when 'invoice' then '1060' else '2620' end
-      returning id into v_id;
+  select * into a from app_public.accounts x
+   where x.organization_id = org and x.account_type = v_type order by x.active desc, x.created, x.id limit 1;
+  if not found then
+    perform pg_advisory_xact_lock(hashtextextended('control_account:' || org || ':' || kind, 0));
+    select * into a from app_public.accounts x
+     where x.organization_id = org and x.account_type = v_type order by x.active desc, x.created, x.id limit 1;
   end if;
-  return v_id;
+  if not found then
+    begin
+      insert into app_public.accounts (organization_id, name, account_type, classification, tax_code_id)
+        select org, v_name, v_type, case kind when 'invoice' then 'asset' else 'liability' end, t.id
+          from app_public.tax_codes t where t.code = case kind when 'invoice' then '1060' else '2620' end
+        returning * into a;
+    exception when unique_violation then
+      perform app_private.fail(format('An account named %s is not of type %s: rename it, so that %s can be made.', v_name, v_type, v_name));
+    end;
+  end if;
+  if not a.active then perform app_private.fail(format('%s is inactive: reactivate it.', a.name)); end if;
+  return a.id;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -2234,6 +2258,10 @@ begin
     perform 1 from app_public.receipts r join app_public.ledger_events e on e.id = r.event_id
      where e.organization_id = org and e.source = 'processor_import' and e.import_batch_id = any (v_batches)
      order by r.id for update of r;
+    -- A line applied to invoices or bills paid them: they are owed again.
+    perform app_private.release_allocations(e.id) from app_public.ledger_events e
+     where e.organization_id = org and e.source = 'processor_import' and e.import_batch_id = any (v_batches)
+       and exists (select 1 from app_public.payment_allocations p where p.event_id = e.id);
     delete from app_public.journal_lines l
      using app_public.journal_entries je, app_public.ledger_events e
      where l.entry_id = je.id and je.event_id = e.id
@@ -2857,6 +2885,19 @@ AS $function$
      limit greatest(1, least(coalesce("limit", 50), 1000))) x
 $function$
 -- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.lock_allocated_documents(allocations jsonb)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  -- PERFORM reads every row (a SQL function would stop at the first, locking only it).
+  perform 1 from app_public.documents d
+   where d.id in (select (x->>'documentId')::uuid from jsonb_array_elements(case when jsonb_typeof(allocations) = 'array' then allocations end) x
+                   where x->>'documentId' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')
+   order by d.id for update;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.lock_reconciliation(reconciliation_id uuid)
  RETURNS app_public.reconciliations
@@ -4202,6 +4243,9 @@ CREATE OR REPLACE FUNCTION app_private.release_allocations(event_id uuid)
  LANGUAGE plpgsql
 AS $function$
 begin
+  perform 1 from app_public.documents d
+   where d.id in (select p.document_id from app_public.payment_allocations p where p.event_id = release_allocations.event_id)
+   order by d.id for update;
   with released as (
     delete from app_public.payment_allocations p where p.event_id = release_allocations.event_id
     returning p.document_id, p.amount
@@ -4336,6 +4380,9 @@ begin
   select * into a from app_public.accounts x where x.organization_id = org and x.id = account;
   if not found then perform app_private.fail('Category account not found.'); end if;
   if not a.active then perform app_private.fail('Category account is inactive.'); end if;
+  if a.account_type in ('accounts_receivable', 'accounts_payable') then
+    perform app_private.fail('Accounts Receivable and Payable take only invoices, bills and their payments.');
+  end if;
   return a.id;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -5525,12 +5572,14 @@ declare
 begin
   perform app_private.assert_org_access(organization_id, false);
   perform set_config('app.audit_action', 'classify', true);
+  perform app_private.lock_allocated_documents(allocations);
   select * into e from app_public.ledger_events x where x.id = event_id for update;
   if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
   if e.status not in ('needs_review', 'pending') then
     perform app_private.fail('Only an event in needs_review or pending can pay documents.');
   end if;
   if e.payment_account_id is null then perform app_private.fail('A payment account is required.'); end if;
+  perform app_private.check_payment_account(e.payment_account_id);
   v_kind := case e.direction when 'in' then 'invoice' else 'bill' end;
   update app_public.ledger_events x set event_type = 'transfer', category_id = app_private.control_account(e.organization_id, v_kind),
       splits = null, tax_amount = null, tax_code = null
@@ -6089,13 +6138,17 @@ begin
   perform app_private.assert_org_access(organization_id, false);
   select * into e from app_public.ledger_events x where x.id = event_id;
   if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
+  -- A booked event pays nothing more.
+  if e.status not in ('needs_review', 'pending') then return '[]'::jsonb; end if;
   return coalesce((
     select jsonb_agg(jsonb_build_object('document', app_private.document_json(s.d), 'reason', s.reason) order by s.rank, (s.d).due_date, (s.d).id)
       from (
         select d, case when by_number then 'number' else 'amount' end as reason, case when by_number then 0 else 1 end as rank
           -- A number of fewer than 3 characters is in too many descriptions to say anything.
+          -- As a word: INV-1 is not in INV-10.
           from (select d, (length(d.number) >= 3
-                           and position(lower(d.number) in lower(e.merchant_name || ' ' || coalesce(e.reference, '') || ' ' || e.memo)) > 0) as by_number
+                           and (e.merchant_name || ' ' || coalesce(e.reference, '') || ' ' || e.memo)
+                               ~* ('(^|[^[:alnum:]])' || regexp_replace(d.number, '([^[:alnum:]])', '\\\1', 'g') || '($|[^[:alnum:]])')) as by_number
                   from app_public.documents d
                  where d.organization_id = e.organization_id and d.kind = case e.direction when 'in' then 'invoice' else 'bill' end
                    and d.status in ('open', 'partially_paid')) m
@@ -6806,6 +6859,7 @@ begin
   perform app_private.check_payment_account(payment_account_id);
   v_amount := app_private.parse_amount(amount, 'Amount must be a positive decimal string.');
   v_date := app_private.parse_date(date, 'Date must be a date in YYYY-MM-DD format.');
+  perform app_private.lock_allocated_documents(allocations);
   insert into app_public.ledger_events (organization_id, event_type, direction, merchant_name, functional_amount,
       functional_currency, transaction_date, category_id, payment_account_id, contact_id)
     select record_payment.organization_id, 'transfer', case v_kind when 'invoice' then 'in' else 'out' end, c.display_name, v_amount,
@@ -6854,13 +6908,14 @@ begin
   if e.reversal_entry_id is not null then perform app_private.fail('Event is already reversed.'); end if;
   if e.status = 'ignored' then perform app_private.fail('Event is already rejected.'); end if;
   if e.status = 'reconciled' then perform app_private.fail('Event is reconciled.'); end if;
+  -- A payment's documents are owed again; they are locked before the journal, as payments lock them.
+  perform app_private.release_allocations(e.id);
   -- A posted entry is voided: kept for audit, out of every report.
   if e.journal_entry_id is not null then
     update app_public.journal_lines l set voided = true where l.entry_id = e.journal_entry_id and not l.voided;
     update app_public.journal_entries j set voided_at = now() where j.id = e.journal_entry_id and j.voided_at is null;
   end if;
   perform app_private.unclear_event(e.id);
-  perform app_private.release_allocations(e.id);
   update app_public.ledger_events x set status = 'ignored' where x.id = e.id;
   perform app_private.record_webhook_event(organization_id, 'ledger_event.rejected', e.id);
   return jsonb_build_object('success', true, 'error', null, 'eventId', e.id);
@@ -6920,6 +6975,7 @@ begin
   if e.status not in ('confirmed', 'synced', 'reconciled') then
     perform app_private.fail('Only confirmed events can be reversed.');
   end if;
+  perform app_private.release_allocations(e.id);
   select * into j from app_public.journal_entries x where x.id = e.journal_entry_id;
   v_date := case when posting_date is null then current_date
                  else app_private.parse_date(posting_date, 'Posting date must be a date in YYYY-MM-DD format.') end;
@@ -6932,7 +6988,6 @@ begin
     select l.organization_id, v_entry, l.account_id, v_date, l.credit, l.debit, l.tax_type, l.tax_on_sale
       from app_public.journal_lines l where l.entry_id = j.id and not l.voided order by l.id;
   perform app_private.unclear_event(e.id);
-  perform app_private.release_allocations(e.id);
   update app_public.ledger_events x set status = 'ignored', reversal_entry_id = v_entry where x.id = e.id;
   perform app_private.record_webhook_event(organization_id, 'ledger_event.reversed', e.id);
   return jsonb_build_object('success', true, 'error', null, 'eventId', e.id, 'journalEntryId', v_entry);
@@ -7249,6 +7304,11 @@ begin
   if not found then perform app_private.fail('Contact not found.', 'AP404'); end if;
   if contact_type is not null then
     if lower(btrim(contact_type)) not in ('vendor', 'customer') then perform app_private.fail('Contact type must be vendor or customer.'); end if;
+    -- Its invoices (a customer's) or bills (a vendor's) say which side it is on.
+    if lower(btrim(contact_type)) <> c.contact_type
+       and exists (select 1 from app_public.documents d where d.contact_id = c.id and d.status <> 'void') then
+      perform app_private.fail('A contact with invoices or bills keeps its type.');
+    end if;
     c.contact_type := lower(btrim(contact_type));
   end if;
   if nm is not null then

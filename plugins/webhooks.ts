@@ -14,7 +14,8 @@ export const WebhooksPlugin = sqlOperationsPlugin("WebhooksPlugin", gql`
   t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<raw body>" with the endpoint's secret>).
   events: the event types it receives: ledger_event.created, ledger_event.confirmed,
   ledger_event.rejected, ledger_event.reversed, bank_import.completed, processor_import.completed,
-  receipt.received, receipt.matched, receipt.unmatched, reconciliation.completed. status: enabled, or disabled (by a person, or by the service
+  receipt.received, receipt.matched, receipt.unmatched, reconciliation.completed, invoice.approved, invoice.paid,
+  bill.approved, bill.paid. status: enabled, or disabled (by a person, or by the service
   after its deliveries failed for the whole retry window: disabledReason says when).
   """
   type WebhookEndpoint {

@@ -319,3 +319,52 @@ describe("payments", () => {
     expect((await h.gql(AGING, { org: tenant.organizationId, kind: "overdue" }, tenant.apiKey)).body.errors[0].message).toBe("kind must be receivable or payable.");
   });
 });
+
+describe("what keeps contact balances those of the books", () => {
+  it("only documents and their payments post to Accounts Receivable and Payable", async () => {
+    const ar = (await h.owner.query("select id from app_public.accounts where organization_id = $1 and account_type = 'accounts_receivable'", [t.organizationId])).rows[0].id;
+    const refused = "Accounts Receivable and Payable take only invoices, bills and their payments.";
+    expect(await call(h, t, `mutation($org: UUID!, $c: UUID!) { createLedgerEvent(organizationId: $org, merchantName: "X", amount: "30.00",
+      transactionDate: "2026-02-10", eventType: "transfer", categoryId: $c) { success error } }`, { c: ar }, "createLedgerEvent"))
+      .toEqual({ success: false, error: refused });
+    expect(await call(h, t, CREATE("Bill"), { c: vendor, n: "AR-LINE", i: "2026-02-05", d: "2026-03-07",
+      lines: [{ description: "x", quantity: "1", unitPrice: "50.00", categoryId: ar }] }, "createBill")).toMatchObject({ success: false, error: refused });
+    expect(await call(h, t, `mutation($org: UUID!, $c: UUID!) { createCategoryRule(organizationId: $org, vendorPattern: "%x%", categoryId: $c) { success error } }`,
+      { c: ar }, "createCategoryRule")).toMatchObject({ success: false, error: refused });
+  });
+
+  it("a contact with invoices keeps its type; a payment names the wrong kind clearly; an inactive control account is refused", async () => {
+    expect(await call(h, t, `mutation($org: UUID!, $c: UUID!) { updateContact(organizationId: $org, contactId: $c, contactType: "vendor") { success error } }`,
+      { c: customer }, "updateContact")).toMatchObject({ success: false, error: "A contact with invoices or bills keeps its type." });
+    const tenant = await createTenant(h);
+    const a = await accountsOf(h, tenant);
+    const c = await contact(tenant, "customer", "Someone");
+    const v = await contact(tenant, "vendor", "Supplier");
+    const bill = await call(h, tenant, CREATE("Bill"), { c: v, n: "S-1", i: "2026-02-05", d: "2026-03-07",
+      lines: [{ description: "x", quantity: "1", unitPrice: "50.00", categoryId: a["Bank Fees & Charges"] }] }, "createBill");
+    await call(h, tenant, APPROVE_BILL, { id: bill.document.id }, "approveBill");
+    expect(await call(h, tenant, `mutation($org: UUID!, $c: UUID!, $p: UUID!, $al: [AllocationInput!]!) { recordPayment(organizationId: $org, contactId: $c,
+      paymentAccountId: $p, amount: "50.00", date: "2026-02-10", allocations: $al) { success error } }`,
+    { c, p: a["Chequing"], al: [{ documentId: bill.document.id, amount: "50.00" }] }, "recordPayment"))
+      .toEqual({ success: false, error: "S-1 is a bill: money in pays invoices." });
+    await h.owner.query("update app_public.accounts set active = false where organization_id = $1 and account_type = 'accounts_payable'", [tenant.organizationId]);
+    const next = await call(h, tenant, CREATE("Bill"), { c: v, n: "S-2", i: "2026-02-05", d: "2026-03-07",
+      lines: [{ description: "x", quantity: "1", unitPrice: "50.00", categoryId: a["Bank Fees & Charges"] }] }, "createBill");
+    expect(await call(h, tenant, APPROVE_BILL, { id: next.document.id }, "approveBill")).toMatchObject({ success: false, error: "Accounts Payable is inactive: reactivate it." });
+  });
+
+  it("suggests by number only as a word: INV-1 is not in INV-10", async () => {
+    const tenant = await createTenant(h);
+    const a = await accountsOf(h, tenant);
+    const c = await contact(tenant, "customer", "Someone");
+    for (const n of ["INV-1", "INV-10"]) {
+      const d = await invoice(n, [{ description: "x", quantity: "1", unitPrice: n === "INV-1" ? "10.00" : "20.00", categoryId: a["Sales Revenue"] }], { tenant, c });
+      await call(h, tenant, APPROVE_INVOICE, { id: d.document.id }, "approveInvoice");
+    }
+    await call(h, tenant, `mutation($org: UUID!, $p: UUID!) { importBankStatement(organizationId: $org, paymentAccountId: $p, rows: [
+      { transactionDate: "2026-02-03", description: "PAYMENT INV-10 THANKS", amount: "99.00", eventType: "income" }]) { success } }`, { p: a["Chequing"] }, "importBankStatement");
+    const { rows: [e] } = await h.owner.query("select id from app_public.ledger_events where organization_id = $1", [tenant.organizationId]);
+    expect(dataOf(await h.gql(`query($org: UUID!, $e: UUID!) { documentMatchSuggestions(organizationId: $org, eventId: $e) { reason document { number } } }`,
+      { org: tenant.organizationId, e: e.id }, tenant.apiKey), "documentMatchSuggestions")).toEqual([{ reason: "number", document: { number: "INV-10" } }]);
+  });
+});
