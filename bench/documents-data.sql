@@ -1,7 +1,8 @@
 -- Bench data for `npm run bench -- documents`: one organization, :documents invoices (and a tenth as
 -- many bills) over two years to 1,000 customers and 100 vendors, set-based, triggers off while
 -- loading. Each approved document has its posting (control account against a revenue or expense
--- account); about 40% are paid in full or in part by a payment (a confirmed transfer event with its
+-- account). As a business's books are: of those issued in the last 60 days a quarter are paid and
+-- some in part; of older ones 97% are paid, each by a payment (a confirmed transfer event with its
 -- allocation). Variables: :org (organization id), :documents (invoices).
 set session_replication_role = replica;  -- no triggers (and so no FK checks) while loading
 select setseed(0.29);
@@ -32,11 +33,16 @@ insert into app_public.documents (id, organization_id, kind, contact_id, number,
          (select c.id from bench_contacts c where c.contact_type = case d.kind when 'invoice' then 'customer' else 'vendor' end
              and c.n = 1 + d.g % case d.kind when 'invoice' then 1000 else 100 end),
          case d.kind when 'invoice' then 'INV-' else 'B-' end || d.g, d.issue_date, d.issue_date + 30,
-         case when d.r < 0.05 then 'draft' when d.r < 0.25 then 'paid' when d.r < 0.40 then 'partially_paid' else 'open' end,
-         d.total, 0, d.total,
-         case when d.r < 0.05 then 0 when d.r < 0.25 then d.total when d.r < 0.40 then round(d.total / 2, 2) else 0 end,
-         case when d.r >= 0.05 then app_private.uuid_v7() end, now(), now(), now()
-    from bench_documents d;
+         d.status, d.total, 0, d.total,
+         case d.status when 'paid' then d.total when 'partially_paid' then round(d.total / 2, 2) else 0 end,
+         case when d.status <> 'draft' then app_private.uuid_v7() end, now(), now(), now()
+    from (select d.*, case
+            when d.r < 0.02 then 'draft'
+            -- Issued in the last 60 days: a quarter paid, some in part, most still open.
+            when current_date - d.issue_date <= 60 then case when d.r < 0.27 then 'paid' when d.r < 0.42 then 'partially_paid' else 'open' end
+            -- Older: nearly all paid; 3% left owing, in part or whole.
+            else case when d.r < 0.97 then 'paid' when d.r < 0.985 then 'partially_paid' else 'open' end end as status
+          from bench_documents d) d;
 
 -- Postings: one entry each, two lines (control account against revenue or expense).
 insert into app_public.journal_entries (id, organization_id, document_id, txn_date, total_amount)
@@ -63,8 +69,8 @@ insert into app_public.ledger_events (id, organization_id, event_type, direction
          'confirmed', (select id from bench_accounts where name = case p.kind when 'invoice' then 'Accounts Receivable' else 'Accounts Payable' end),
          (select id from bench_accounts where name = 'Chequing'), p.entry_id, p.contact_id, now(), now()
     from bench_payments p;
-insert into app_public.payment_allocations (organization_id, event_id, document_id, amount)
-  select :'org', p.event_id, p.document_id, p.amount_paid from bench_payments p;
+insert into app_public.payment_allocations (organization_id, event_id, document_id, amount, paid_on)
+  select :'org', p.event_id, p.document_id, p.amount_paid, p.day from bench_payments p;
 insert into app_public.journal_entries (id, organization_id, event_id, txn_date, total_amount)
   select p.entry_id, :'org', p.event_id, p.day, p.amount_paid from bench_payments p;
 insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit)

@@ -165,6 +165,7 @@ table app_public.contacts (row-level security, forced)
   constraint contacts_organization_id_id_key UNIQUE (organization_id, id)
   constraint contacts_phone_check CHECK ((phone ~ '^\+?[0-9 ().-]{3,30}$'::text))
   constraint contacts_pkey PRIMARY KEY (id)
+  CREATE INDEX contacts_name_trgm_idx ON app_public.contacts USING gin (display_name gin_trgm_ops)
   CREATE UNIQUE INDEX contacts_name_key ON app_public.contacts USING btree (organization_id, contact_type, lower(display_name))
   CREATE UNIQUE INDEX contacts_organization_id_id_key ON app_public.contacts USING btree (organization_id, id)
   CREATE UNIQUE INDEX contacts_pkey ON app_public.contacts USING btree (id)
@@ -237,8 +238,10 @@ CASE status
 END)
   constraint documents_tax_total_check CHECK ((tax_total >= (0)::numeric))
   constraint documents_total_check CHECK ((total > (0)::numeric))
-  CREATE INDEX documents_list_idx ON app_public.documents USING btree (organization_id, kind, due_date, id)
-  CREATE INDEX documents_owed_idx ON app_public.documents USING btree (organization_id, contact_id) INCLUDE (total, amount_paid) WHERE (status = ANY (ARRAY['open'::text, 'partially_paid'::text]))
+  CREATE INDEX documents_contact_idx ON app_public.documents USING btree (organization_id, contact_id, issue_date)
+  CREATE INDEX documents_issued_idx ON app_public.documents USING btree (organization_id, kind, issue_date, id)
+  CREATE INDEX documents_number_trgm_idx ON app_public.documents USING gin (number gin_trgm_ops)
+  CREATE INDEX documents_owed_idx ON app_public.documents USING btree (organization_id, kind) INCLUDE (contact_id, issue_date, due_date, total, amount_paid) WHERE (status = ANY (ARRAY['open'::text, 'partially_paid'::text]))
   CREATE UNIQUE INDEX documents_bill_number_key ON app_public.documents USING btree (organization_id, contact_id, lower(number)) WHERE (kind = 'bill'::text)
   CREATE UNIQUE INDEX documents_invoice_number_key ON app_public.documents USING btree (organization_id, lower(number)) WHERE (kind = 'invoice'::text)
   CREATE UNIQUE INDEX documents_organization_id_id_key ON app_public.documents USING btree (organization_id, id)
@@ -505,11 +508,13 @@ table app_public.payment_allocations (row-level security, forced)
   column document_id uuid not null
   column amount numeric(20,2) not null
   column created timestamp with time zone not null default now()
+  column paid_on date not null
   constraint payment_allocations_amount_check CHECK ((amount > (0)::numeric))
   constraint payment_allocations_organization_id_document_id_fkey FOREIGN KEY (organization_id, document_id) REFERENCES app_public.documents(organization_id, id)
   constraint payment_allocations_organization_id_event_id_fkey FOREIGN KEY (organization_id, event_id) REFERENCES app_public.ledger_events(organization_id, id) ON DELETE CASCADE
   constraint payment_allocations_pkey PRIMARY KEY (event_id, document_id)
   CREATE INDEX payment_allocations_document_idx ON app_public.payment_allocations USING btree (document_id)
+  CREATE INDEX payment_allocations_paid_idx ON app_public.payment_allocations USING btree (organization_id, paid_on) INCLUDE (document_id, amount)
   CREATE UNIQUE INDEX payment_allocations_pkey ON app_public.payment_allocations USING btree (event_id, document_id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: DELETE, INSERT, SELECT; reporting_reader: SELECT
 
@@ -1154,7 +1159,8 @@ begin
     if a.amount > d.total - d.amount_paid then
       perform app_private.fail(format('%s exceeds the %s due on %s.', app_private.money(a.amount), app_private.money(d.total - d.amount_paid), d.number));
     end if;
-    insert into app_public.payment_allocations (organization_id, event_id, document_id, amount) values (e.organization_id, e.id, d.id, a.amount);
+    insert into app_public.payment_allocations (organization_id, event_id, document_id, amount, paid_on)
+      values (e.organization_id, e.id, d.id, a.amount, e.transaction_date);
     update app_public.documents x set amount_paid = x.amount_paid + a.amount, status = app_private.paid_status(x.amount_paid + a.amount, x.total)
      where x.id = d.id;
     if d.amount_paid + a.amount = d.total then
@@ -2335,6 +2341,21 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.documents_matching(kind text, pattern text)
+ RETURNS SETOF uuid
+ LANGUAGE sql
+ STABLE SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public', 'pg_temp'
+AS $function$
+  select x.id from app_public.documents x
+   where x.organization_id = app_public.current_organization_id() and x.kind = documents_matching.kind and x.number ilike pattern
+  union
+  select x.id from app_public.contacts c
+    join app_public.documents x on x.organization_id = c.organization_id and x.contact_id = c.id and x.kind = documents_matching.kind
+   where c.organization_id = app_public.current_organization_id() and c.display_name ilike pattern
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.duplicate_check_json(row_index integer, is_duplicate boolean, is_possible_duplicate boolean, matching_event_id uuid)
  RETURNS jsonb
  LANGUAGE sql
@@ -2775,6 +2796,10 @@ declare
   v_status text[];
   v_due date;
   v_pattern text;
+  v_where text := '';
+  v_from text := 'app_public.documents d';
+  v_total bigint;
+  v_items jsonb;
 begin
   perform app_private.assert_org_access(org, false);
   v_limit := app_private.page_size("limit");
@@ -2783,25 +2808,26 @@ begin
     if jsonb_typeof(status) <> 'array' then perform app_private.fail(format('status must be any of: %s.', array_to_string(statuses, ', '))); end if;
     select coalesce(array_agg(s), '{}') into v_status from jsonb_array_elements_text(status) s;
     if not (v_status <@ statuses) then perform app_private.fail(format('status must be any of: %s.', array_to_string(statuses, ', '))); end if;
+    v_where := v_where || ' and d.status = any ($3)';
   end if;
-  if due_before is not null then v_due := app_private.parse_date(due_before, 'dueBefore must be a date in YYYY-MM-DD format.'); end if;
-  if search is not null and search <> '' then v_pattern := app_private.like_pattern(search); end if;
-  return (
-    with f as (
-      select d from app_public.documents d
-       where d.organization_id = org and d.kind = list_documents.kind
-         and (v_status is null or d.status = any (v_status))
-         and (list_documents.contact_id is null or d.contact_id = list_documents.contact_id)
-         and (v_due is null or d.due_date < v_due)
-         and (v_pattern is null or d.number ilike v_pattern
-              or exists (select 1 from app_public.contacts c where c.id = d.contact_id and c.display_name ilike v_pattern))
-    ), page as (
-      select f.d, row_number() over (order by (f.d).issue_date desc, (f.d).id desc) as rn from f
-       order by (f.d).issue_date desc, (f.d).id desc limit v_limit offset v_offset
-    )
-    select jsonb_build_object(
-      'items', coalesce((select jsonb_agg(app_private.document_json(page.d) order by page.rn) from page), '[]'::jsonb),
-      'totalCount', (select count(*) from f), 'pageSize', v_limit, 'offset', v_offset));
+  if contact_id is not null then v_where := v_where || ' and d.contact_id = $4'; end if;
+  if due_before is not null then
+    v_due := app_private.parse_date(due_before, 'dueBefore must be a date in YYYY-MM-DD format.');
+    v_where := v_where || ' and d.due_date < $5';
+  end if;
+  if search is not null and search <> '' then
+    v_pattern := app_private.like_pattern(search);
+    -- Two index searches (numbers and contact names by trigram), their ids joined: an OR of the two
+    -- would read every document.
+    v_from := v_from || ' join app_private.documents_matching($2, $6) m (id) on m.id = d.id';
+  end if;
+  execute 'select count(*) from ' || v_from || ' where d.organization_id = $1 and d.kind = $2' || v_where
+    into v_total using org, kind, v_status, contact_id, v_due, v_pattern;
+  execute 'select coalesce(jsonb_agg(app_private.document_json(p) order by p.issue_date desc, p.id desc), ''[]''::jsonb)
+      from (select d.* from ' || v_from || ' where d.organization_id = $1 and d.kind = $2' || v_where || '
+             order by d.issue_date desc, d.id desc limit $7 offset $8) p'
+    into v_items using org, kind, v_status, contact_id, v_due, v_pattern, v_limit, v_offset;
+  return jsonb_build_object('items', v_items, 'totalCount', v_total, 'pageSize', v_limit, 'offset', v_offset);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -5531,14 +5557,20 @@ begin
   return (
     with later as (
       select p.document_id, sum(p.amount) as amount
-        from app_public.payment_allocations p join app_public.ledger_events e on e.id = p.event_id
-       where p.organization_id = aging_report.organization_id and e.transaction_date > v_as_of
+        from app_public.payment_allocations p
+       where p.organization_id = aging_report.organization_id and p.paid_on > v_as_of
        group by p.document_id
     ), owed as (
-      select d.contact_id, v_as_of - d.due_date as late, d.total - d.amount_paid + coalesce(l.amount, 0) as due
-        from app_public.documents d left join later l on l.document_id = d.id
+      -- What is owed now, read from the index of documents still owed alone, and what payments
+      -- dated later paid of each document, added back (both in the document's bucket).
+      select d.contact_id, v_as_of - d.due_date as late, d.total - d.amount_paid as due
+        from app_public.documents d
        where d.organization_id = aging_report.organization_id and d.kind = v_doc and d.issue_date <= v_as_of
-         and (d.status in ('open', 'partially_paid') or (d.status = 'paid' and l.document_id is not null))
+         and d.status in ('open', 'partially_paid')
+      union all
+      select d.contact_id, v_as_of - d.due_date, l.amount
+        from later l join app_public.documents d on d.id = l.document_id
+       where d.kind = v_doc and d.status in ('open', 'partially_paid', 'paid') and d.issue_date <= v_as_of
     ), rows as (
       select o.contact_id,
              coalesce(sum(o.due) filter (where o.late <= 0), 0) as current,
@@ -5547,7 +5579,7 @@ begin
              coalesce(sum(o.due) filter (where o.late between 61 and 90), 0) as d90,
              coalesce(sum(o.due) filter (where o.late > 90), 0) as over90,
              sum(o.due) as total
-        from owed o where o.due <> 0 group by o.contact_id
+        from owed o group by o.contact_id having sum(o.due) <> 0
     )
     select jsonb_build_object('asOf', to_char(v_as_of, 'YYYY-MM-DD'), 'kind', v_kind,
       'rows', coalesce((select jsonb_agg(jsonb_build_object('contact', jsonb_build_object('id', c.id, 'displayName', c.display_name),

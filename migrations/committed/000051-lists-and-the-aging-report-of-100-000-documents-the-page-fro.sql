@@ -1,0 +1,452 @@
+--! Previous: sha1:098070cffddd62af3a86357361813ea451684c2a
+--! Hash: sha1:4a6aac69721a5fb828698dba0971beb99d9a5e33
+--! Message: Lists and the aging report of 100,000 documents: the page from an index on the issue date, numbers and contact names searched by trigram, the documents still owed in a covering index the aging report reads alone
+
+-- Lists and the aging report of 100,000 documents within their targets: the page from an index
+-- on the issue date, a search of numbers by trigram, the documents still owed in an index of
+-- their own that the aging report reads alone.
+drop index if exists app_public.documents_list_idx;
+create index if not exists documents_issued_idx on app_public.documents (organization_id, kind, issue_date, id);
+create index if not exists documents_number_trgm_idx on app_public.documents using gin (number public.gin_trgm_ops);
+drop index if exists app_public.documents_owed_idx;
+create index if not exists documents_owed_idx on app_public.documents (organization_id, kind)
+  include (contact_id, issue_date, due_date, total, amount_paid) where status in ('open', 'partially_paid');
+create index if not exists contacts_name_trgm_idx on app_public.contacts using gin (display_name public.gin_trgm_ops);
+
+--! Included receivables/documents.sql
+-- Invoices (to customers) and bills (from vendors): drafts with lines and sales tax codes, approval
+-- that posts to Accounts Receivable or Payable, void by a reversing entry (docs/api.md, Invoices,
+-- bills and contact balances). One table for both: a document of kind invoice or bill.
+-- Re-runnable: `create or replace`, and drop-if-exists before each policy and trigger.
+
+-- Row-level security, grants and triggers of this feature's tables.
+
+-- app_public.documents
+drop policy if exists documents_tenant on app_public.documents;
+create policy documents_tenant on app_public.documents
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+grant select on app_public.documents to accounting_visitor;
+grant select on app_public.documents to reporting_reader;
+grant insert (organization_id, kind, contact_id, number, issue_date, due_date, memo, subtotal, tax_total, total) on app_public.documents to accounting_visitor;
+grant update (status, amount_paid, journal_entry_id, void_entry_id, approved_at, voided_at, updated) on app_public.documents to accounting_visitor;
+
+drop trigger if exists _100_touch_updated on app_public.documents;
+create trigger _100_touch_updated before update on app_public.documents
+  for each row execute function app_private.tg__touch_updated();
+
+-- app_public.document_lines
+drop policy if exists document_lines_tenant on app_public.document_lines;
+create policy document_lines_tenant on app_public.document_lines
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+grant select on app_public.document_lines to accounting_visitor;
+grant select on app_public.document_lines to reporting_reader;
+grant insert on app_public.document_lines to accounting_visitor;
+
+------------------------------------------------------------------------------------------------
+
+-- The control account a kind posts to: the organization's first Accounts Receivable (invoices) or
+-- Payable (bills) account, made by the first approval when the chart has none (one at a time: an
+-- advisory lock, so that two first approvals make one). An inactive one is refused, not replaced.
+create or replace function app_private.control_account(org uuid, kind text) returns uuid
+  language plpgsql volatile as
+$$
+declare
+  v_type text := case kind when 'invoice' then 'accounts_receivable' else 'accounts_payable' end;
+  v_name text := case kind when 'invoice' then 'Accounts Receivable' else 'Accounts Payable' end;
+  a app_public.accounts;
+begin
+  select * into a from app_public.accounts x
+   where x.organization_id = org and x.account_type = v_type order by x.active desc, x.created, x.id limit 1;
+  if not found then
+    perform pg_advisory_xact_lock(hashtextextended('control_account:' || org || ':' || kind, 0));
+    select * into a from app_public.accounts x
+     where x.organization_id = org and x.account_type = v_type order by x.active desc, x.created, x.id limit 1;
+  end if;
+  if not found then
+    begin
+      insert into app_public.accounts (organization_id, name, account_type, classification, tax_code_id)
+        select org, v_name, v_type, case kind when 'invoice' then 'asset' else 'liability' end, t.id
+          from app_public.tax_codes t where t.code = case kind when 'invoice' then '1060' else '2620' end
+        returning * into a;
+    exception when unique_violation then
+      perform app_private.fail(format('An account named %s is not of type %s: rename it, so that %s can be made.', v_name, v_type, v_name));
+    end;
+  end if;
+  if not a.active then perform app_private.fail(format('%s is inactive: reactivate it.', a.name)); end if;
+  return a.id;
+end $$;
+grant execute on function app_private.control_account(org uuid, kind text) to accounting_visitor;
+
+create or replace function app_private.document_json(d app_public.documents) returns jsonb
+  language sql stable as
+$$
+  select jsonb_build_object('id', d.id, 'kind', d.kind,
+    'contact', (select jsonb_build_object('id', c.id, 'displayName', c.display_name) from app_public.contacts c where c.id = d.contact_id),
+    'number', d.number, 'issueDate', to_char(d.issue_date, 'YYYY-MM-DD'), 'dueDate', to_char(d.due_date, 'YYYY-MM-DD'),
+    'memo', d.memo, 'status', d.status, 'subtotal', app_private.money(d.subtotal), 'taxTotal', app_private.money(d.tax_total),
+    'total', app_private.money(d.total), 'amountPaid', app_private.money(d.amount_paid),
+    'amountDue', app_private.money(case when d.status in ('draft', 'void') then 0 else d.total - d.amount_paid end),
+    'lines', (select coalesce(jsonb_agg(jsonb_build_object('description', l.description,
+        'quantity', trim_scale(l.quantity)::text, 'unitPrice', trim_scale(l.unit_price)::text, 'amount', app_private.money(l.amount),
+        'category', jsonb_build_object('id', a.id, 'name', a.name), 'taxCode', l.tax_code, 'taxAmount', app_private.money(l.tax_amount))
+        order by l.position), '[]'::jsonb)
+      from app_public.document_lines l join app_public.accounts a on a.id = l.category_id where l.document_id = d.id),
+    'journalEntryId', d.journal_entry_id, 'voidEntryId', d.void_entry_id,
+    'approvedAt', app_private.iso(d.approved_at), 'voidedAt', app_private.iso(d.voided_at),
+    'created', app_private.iso(d.created), 'updated', app_private.iso(d.updated))
+$$;
+grant execute on function app_private.document_json(d app_public.documents) to accounting_visitor;
+
+-- A decimal string of at most `places` decimals, at least 0 (or more than 0 when `positive`).
+create or replace function app_private.parse_decimal(value text, places integer, positive boolean, message text) returns numeric
+  language plpgsql immutable as
+$$
+declare v numeric;
+begin
+  if value is null or btrim(value) !~ ('^[0-9]{1,12}(\.[0-9]{1,' || places || '})?$') then perform app_private.fail(message); end if;
+  v := btrim(value)::numeric;
+  if positive and v = 0 then perform app_private.fail(message); end if;
+  return v;
+end $$;
+grant execute on function app_private.parse_decimal(value text, places integer, positive boolean, message text) to accounting_visitor;
+
+-- A draft: its lines checked, each line's amount quantity × unit price (half to even) and its tax
+-- added on top (tax_excluded_parts; a bill's taxes all count, PST too: the vendor charged them).
+create or replace function app_private.create_document(org uuid, kind text, contact uuid, number text, issue_date text,
+    due_date text, lines jsonb, memo text) returns jsonb
+  language plpgsql volatile as
+$$
+declare
+  max_lines constant integer := 200;
+  noun text := case kind when 'invoice' then 'An invoice' else 'A bill' end;
+  c app_public.contacts;
+  v_number text := app_private.clean_text(number);
+  v_issue date;
+  v_due date;
+  v_memo text := coalesce(normalize(memo, NFC), '');
+  v_id uuid;
+  l jsonb;
+  n integer := 0;
+  v_qty numeric;
+  v_price numeric;
+  v_amount numeric;
+  v_category uuid;
+  v_code text;
+  v_tax numeric;
+  v_lines jsonb := '[]'::jsonb;
+begin
+  perform app_private.assert_org_access(org, false);
+  select * into c from app_public.contacts x where x.id = contact;
+  if not found then perform app_private.fail('Contact not found.'); end if;
+  if c.contact_type <> (case kind when 'invoice' then 'customer' else 'vendor' end) then
+    perform app_private.fail(case kind when 'invoice' then 'An invoice is to a customer.' else 'A bill is from a vendor.' end);
+  end if;
+  if v_number is null or v_number = '' then perform app_private.fail('Number is required.'); end if;
+  if length(v_number) > 50 then perform app_private.fail('Number must be at most 50 characters.'); end if;
+  v_issue := app_private.parse_date(issue_date, 'issueDate must be a date in YYYY-MM-DD format.');
+  v_due := app_private.parse_date(due_date, 'dueDate must be a date in YYYY-MM-DD format.');
+  if v_due < v_issue then perform app_private.fail('dueDate must not be before issueDate.'); end if;
+  if length(v_memo) > 5000 then perform app_private.fail('Memo must be at most 5000 characters.'); end if;
+  if jsonb_typeof(lines) is distinct from 'array' or jsonb_array_length(lines) = 0 then
+    perform app_private.fail(noun || ' needs at least one line.');
+  end if;
+  if jsonb_array_length(lines) > max_lines then perform app_private.fail(format('At most %s lines.', max_lines)); end if;
+  for l in select x from jsonb_array_elements(lines) x loop
+    n := n + 1;
+    if nullif(app_private.clean_text(l->>'description'), '') is null then perform app_private.fail('Each line needs a description.'); end if;
+    if length(app_private.clean_text(l->>'description')) > 500 then perform app_private.fail('A line''s description must be at most 500 characters.'); end if;
+    v_qty := app_private.parse_decimal(l->>'quantity', 4, true, 'A line''s quantity must be a positive decimal string with at most 4 decimals.');
+    v_price := app_private.parse_decimal(l->>'unitPrice', 4, false, 'A line''s unitPrice must be a decimal string of at least 0 with at most 4 decimals.');
+    v_amount := app_private.round_half_even(v_qty * v_price);
+    if v_amount > app_private.max_amount() then perform app_private.fail('A line''s amount must be at most 999,999,999.99.'); end if;
+    if (l->>'categoryId') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
+      perform app_private.fail('Category account not found.');
+    end if;
+    v_category := (l->>'categoryId')::uuid;
+    perform app_private.check_category(v_category, case kind when 'invoice' then 'income' else 'expense' end);
+    v_code := nullif(l->>'taxCode', '');
+    if v_code is not null and not exists (select 1 from app_public.sales_tax_codes s where s.code = v_code) then
+      perform app_private.fail('Unknown tax code.');
+    end if;
+    v_tax := coalesce((select sum(t.portion) from app_private.tax_excluded_parts(v_amount, v_code, v_issue) t), 0);
+    v_lines := v_lines || jsonb_build_object('position', n, 'description', app_private.clean_text(l->>'description'),
+      'quantity', v_qty, 'unit_price', v_price, 'amount', v_amount, 'category_id', v_category, 'tax_code', v_code, 'tax_amount', v_tax);
+  end loop;
+  if (select sum((x->>'amount')::numeric + (x->>'tax_amount')::numeric) from jsonb_array_elements(v_lines) x) <= 0 then
+    perform app_private.fail(noun || ' must total more than 0.00.');
+  end if;
+  if (select sum((x->>'amount')::numeric + (x->>'tax_amount')::numeric) from jsonb_array_elements(v_lines) x) > app_private.max_amount() then
+    perform app_private.fail(noun || '''s total must be at most 999,999,999.99.');
+  end if;
+  begin
+    insert into app_public.documents (organization_id, kind, contact_id, number, issue_date, due_date, memo, subtotal, tax_total, total)
+      select org, kind, c.id, v_number, v_issue, v_due, v_memo, sum(x.amount), sum(x.tax_amount), sum(x.amount) + sum(x.tax_amount)
+        from jsonb_to_recordset(v_lines) x (amount numeric, tax_amount numeric)
+      returning id into v_id;
+  exception when unique_violation then
+    perform app_private.fail(case kind when 'invoice' then 'Invoice number already exists.' else 'Bill number already exists for this vendor.' end);
+  end;
+  insert into app_public.document_lines (organization_id, document_id, position, description, quantity, unit_price, amount,
+      category_id, tax_code, tax_amount)
+    select org, v_id, x.position, x.description, x.quantity, x.unit_price, x.amount, x.category_id, x.tax_code, x.tax_amount
+      from jsonb_to_recordset(v_lines) x (position smallint, description text, quantity numeric, unit_price numeric, amount numeric,
+           category_id uuid, tax_code text, tax_amount numeric);
+  return jsonb_build_object('success', true, 'error', null,
+    'document', (select app_private.document_json(d) from app_public.documents d where d.id = v_id));
+end $$;
+grant execute on function app_private.create_document(org uuid, kind text, contact uuid, number text, issue_date text, due_date text, lines jsonb, memo text) to accounting_visitor;
+
+create or replace function app_public.create_invoice(organization_id uuid, contact_id uuid, number text, issue_date text,
+    due_date text, lines jsonb, memo text default null) returns jsonb
+  language sql volatile as
+$$ select app_private.create_document(organization_id, 'invoice', contact_id, number, issue_date, due_date, lines, memo) $$;
+grant execute on function app_public.create_invoice(organization_id uuid, contact_id uuid, number text, issue_date text, due_date text, lines jsonb, memo text) to accounting_visitor;
+
+create or replace function app_public.create_bill(organization_id uuid, contact_id uuid, number text, issue_date text,
+    due_date text, lines jsonb, memo text default null) returns jsonb
+  language sql volatile as
+$$ select app_private.create_document(organization_id, 'bill', contact_id, number, issue_date, due_date, lines, memo) $$;
+grant execute on function app_public.create_bill(organization_id uuid, contact_id uuid, number text, issue_date text, due_date text, lines jsonb, memo text) to accounting_visitor;
+
+-- The document of a kind, locked for its transition.
+create or replace function app_private.document_for_update(kind text, id uuid) returns app_public.documents
+  language plpgsql volatile as
+$$
+declare d app_public.documents;
+begin
+  select * into d from app_public.documents x where x.id = document_for_update.id and x.kind = document_for_update.kind for update;
+  if not found then perform app_private.fail(case kind when 'invoice' then 'Invoice not found.' else 'Bill not found.' end, 'AP404'); end if;
+  return d;
+end $$;
+grant execute on function app_private.document_for_update(kind text, id uuid) to accounting_visitor;
+
+-- Approval posts on the issue date (refused in a locked period by the journal's triggers):
+--   invoice: debit Accounts Receivable the total; credit each revenue category its lines' amounts
+--            and each tax account the tax collected (tagged as on a sale);
+--   bill:    debit each category its lines' amounts with the taxes not recoverable (PST, RST), and
+--            each tax account the recoverable tax (tagged as paid); credit Accounts Payable the total.
+create or replace function app_private.approve_document(org uuid, kind text, id uuid) returns jsonb
+  language plpgsql volatile as
+$$
+declare
+  d app_public.documents;
+  v_entry uuid := app_private.uuid_v7();
+  v_control uuid;
+  v_tax_account uuid;
+  sale boolean := kind = 'invoice';
+begin
+  perform app_private.assert_org_access(org, false);
+  d := app_private.document_for_update(kind, id);
+  if d.status <> 'draft' then perform app_private.fail('Only a draft can be approved.'); end if;
+  perform app_private.check_category(l.category_id, case kind when 'invoice' then 'income' else 'expense' end)
+     from app_public.document_lines l where l.document_id = d.id;
+  v_control := app_private.control_account(org, kind);
+  v_tax_account := app_private.tax_account_or_default(org, (select sum(t.portion) from app_public.document_lines l
+    cross join lateral app_private.tax_excluded_parts(l.amount, l.tax_code, d.issue_date) t
+     where l.document_id = d.id and (sale or t.recoverable)), null);
+  insert into app_public.journal_entries (id, organization_id, document_id, txn_date, total_amount)
+    values (v_entry, org, d.id, d.issue_date, d.total);
+  insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit, tax_type, tax_on_sale)
+    select org, v_entry, x.account_id, d.issue_date, case when x.debit_side then x.amount else 0 end,
+           case when x.debit_side then 0 else x.amount end, x.tax_type, x.on_sale
+      from (
+        select v_control as account_id, d.total as amount, sale as debit_side, null::text as tax_type, null::boolean as on_sale
+        union all
+        select l.category_id, sum(l.amount + coalesce(kept.tax, 0)), not sale, null, null
+          from app_public.document_lines l
+          left join lateral (select sum(t.portion) as tax from app_private.tax_excluded_parts(l.amount, l.tax_code, d.issue_date) t
+                              where not sale and not t.recoverable) kept on true
+         where l.document_id = d.id
+         group by l.category_id
+        union all
+        select app_private.tax_leg_account(org, t.tax_type, v_tax_account), sum(t.portion), not sale, t.tax_type, sale
+          from app_public.document_lines l
+          cross join lateral app_private.tax_excluded_parts(l.amount, l.tax_code, d.issue_date) t
+         where l.document_id = d.id and (sale or t.recoverable)
+         group by 1, t.tax_type
+      ) x
+     where x.amount > 0
+     order by x.account_id;
+  update app_public.documents x set status = 'open', journal_entry_id = v_entry, approved_at = now() where x.id = d.id;
+  perform app_private.record_webhook_event(org, kind || '.approved', d.id,
+    (select app_private.document_json(x) from app_public.documents x where x.id = d.id));
+  return jsonb_build_object('success', true, 'error', null,
+    'document', (select app_private.document_json(x) from app_public.documents x where x.id = d.id));
+end $$;
+grant execute on function app_private.approve_document(org uuid, kind text, id uuid) to accounting_visitor;
+
+create or replace function app_public.approve_invoice(organization_id uuid, invoice_id uuid) returns jsonb
+  language sql volatile as $$ select app_private.approve_document(organization_id, 'invoice', invoice_id) $$;
+grant execute on function app_public.approve_invoice(organization_id uuid, invoice_id uuid) to accounting_visitor;
+
+create or replace function app_public.approve_bill(organization_id uuid, bill_id uuid) returns jsonb
+  language sql volatile as $$ select app_private.approve_document(organization_id, 'bill', bill_id) $$;
+grant execute on function app_public.approve_bill(organization_id uuid, bill_id uuid) to accounting_visitor;
+
+-- Void: a draft simply; an approved document without payments by a reversing entry (every line
+-- of its posting, debit and credit swapped) dated `posting_date` (today when not given), so that
+-- the period it was posted in keeps it. Its number stays taken.
+create or replace function app_private.void_document(org uuid, kind text, id uuid, posting_date text) returns jsonb
+  language plpgsql volatile as
+$$
+declare
+  d app_public.documents;
+  j app_public.journal_entries;
+  v_date date;
+  v_entry uuid;
+begin
+  perform app_private.assert_org_access(org, false);
+  d := app_private.document_for_update(kind, id);
+  if d.status = 'void' then perform app_private.fail('Already void.'); end if;
+  if d.amount_paid > 0 then perform app_private.fail('A document with payments cannot be voided.'); end if;
+  if d.journal_entry_id is not null then
+    select * into j from app_public.journal_entries x where x.id = d.journal_entry_id;
+    v_date := case when posting_date is null then greatest(current_date, j.txn_date)
+                   else app_private.parse_date(posting_date, 'Posting date must be a date in YYYY-MM-DD format.') end;
+    if v_date < j.txn_date then
+      perform app_private.fail(format('Posting date must not be before the entry it reverses (%s).', to_char(j.txn_date, 'YYYY-MM-DD')));
+    end if;
+    v_entry := app_private.uuid_v7();
+    insert into app_public.journal_entries (id, organization_id, document_id, txn_date, total_amount, reverses_entry_id)
+      values (v_entry, org, d.id, v_date, j.total_amount, j.id);
+    insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit, tax_type, tax_on_sale)
+      select l.organization_id, v_entry, l.account_id, v_date, l.credit, l.debit, l.tax_type, l.tax_on_sale
+        from app_public.journal_lines l where l.entry_id = j.id and not l.voided order by l.id;
+  end if;
+  update app_public.documents x set status = 'void', void_entry_id = v_entry, voided_at = now() where x.id = d.id;
+  return jsonb_build_object('success', true, 'error', null,
+    'document', (select app_private.document_json(x) from app_public.documents x where x.id = d.id));
+end $$;
+grant execute on function app_private.void_document(org uuid, kind text, id uuid, posting_date text) to accounting_visitor;
+
+create or replace function app_public.void_invoice(organization_id uuid, invoice_id uuid, posting_date text default null) returns jsonb
+  language sql volatile as $$ select app_private.void_document(organization_id, 'invoice', invoice_id, posting_date) $$;
+grant execute on function app_public.void_invoice(organization_id uuid, invoice_id uuid, posting_date text) to accounting_visitor;
+
+create or replace function app_public.void_bill(organization_id uuid, bill_id uuid, posting_date text default null) returns jsonb
+  language sql volatile as $$ select app_private.void_document(organization_id, 'bill', bill_id, posting_date) $$;
+grant execute on function app_public.void_bill(organization_id uuid, bill_id uuid, posting_date text) to accounting_visitor;
+
+-- A page of a kind's documents, the latest issued first; filters: status, contact, due before a
+-- day, search on the number and the contact's name. Dynamic SQL, planned for the filters given:
+-- the page reads the (organization, kind, issue date) index backwards and stops at its rows; the
+-- total counts the matching rows alone.
+create or replace function app_private.list_documents(org uuid, kind text, status jsonb, contact_id uuid, due_before text,
+    search text, "limit" integer, "offset" integer) returns jsonb
+  language plpgsql stable as
+$$
+declare
+  statuses constant text[] := array['draft', 'open', 'partially_paid', 'paid', 'void'];
+  v_limit integer;
+  v_offset integer;
+  v_status text[];
+  v_due date;
+  v_pattern text;
+  v_where text := '';
+  v_total bigint;
+  v_items jsonb;
+begin
+  perform app_private.assert_org_access(org, false);
+  v_limit := app_private.page_size("limit");
+  v_offset := app_private.page_offset("offset");
+  if status is not null then
+    if jsonb_typeof(status) <> 'array' then perform app_private.fail(format('status must be any of: %s.', array_to_string(statuses, ', '))); end if;
+    select coalesce(array_agg(s), '{}') into v_status from jsonb_array_elements_text(status) s;
+    if not (v_status <@ statuses) then perform app_private.fail(format('status must be any of: %s.', array_to_string(statuses, ', '))); end if;
+    v_where := v_where || ' and d.status = any ($3)';
+  end if;
+  if contact_id is not null then v_where := v_where || ' and d.contact_id = $4'; end if;
+  if due_before is not null then
+    v_due := app_private.parse_date(due_before, 'dueBefore must be a date in YYYY-MM-DD format.');
+    v_where := v_where || ' and d.due_date < $5';
+  end if;
+  if search is not null and search <> '' then
+    v_pattern := app_private.like_pattern(search);
+    v_where := v_where || ' and (d.number ilike $6 or d.contact_id in (select c.id from app_public.contacts c
+                                  where c.organization_id = $1 and c.display_name ilike $6))';
+  end if;
+  execute 'select count(*) from app_public.documents d where d.organization_id = $1 and d.kind = $2' || v_where
+    into v_total using org, kind, v_status, contact_id, v_due, v_pattern;
+  execute 'select coalesce(jsonb_agg(app_private.document_json(p) order by p.issue_date desc, p.id desc), ''[]''::jsonb)
+      from (select d.* from app_public.documents d where d.organization_id = $1 and d.kind = $2' || v_where || '
+             order by d.issue_date desc, d.id desc limit $7 offset $8) p'
+    into v_items using org, kind, v_status, contact_id, v_due, v_pattern, v_limit, v_offset;
+  return jsonb_build_object('items', v_items, 'totalCount', v_total, 'pageSize', v_limit, 'offset', v_offset);
+end $$;
+grant execute on function app_private.list_documents(org uuid, kind text, status jsonb, contact_id uuid, due_before text, search text, "limit" integer, "offset" integer) to accounting_visitor;
+
+create or replace function app_public.list_invoices(organization_id uuid, status jsonb default null, contact_id uuid default null,
+    due_before text default null, search text default null, "limit" integer default null, "offset" integer default null) returns jsonb
+  language sql stable as
+$$ select app_private.list_documents(organization_id, 'invoice', status, contact_id, due_before, search, "limit", "offset") $$;
+grant execute on function app_public.list_invoices(organization_id uuid, status jsonb, contact_id uuid, due_before text, search text, "limit" integer, "offset" integer) to accounting_visitor;
+
+create or replace function app_public.list_bills(organization_id uuid, status jsonb default null, contact_id uuid default null,
+    due_before text default null, search text default null, "limit" integer default null, "offset" integer default null) returns jsonb
+  language sql stable as
+$$ select app_private.list_documents(organization_id, 'bill', status, contact_id, due_before, search, "limit", "offset") $$;
+grant execute on function app_public.list_bills(organization_id uuid, status jsonb, contact_id uuid, due_before text, search text, "limit" integer, "offset" integer) to accounting_visitor;
+--! EndIncluded receivables/documents.sql
+--! Included receivables/aging.sql
+-- The aging report (docs/api.md, Invoices, bills and contact balances): what each contact owed on
+-- a day, by how long past due.
+-- Re-runnable: `create or replace`, and drop-if-exists before each policy and trigger.
+
+-- As of `as_of` (default today): each approved document issued by then, less what payments dated
+-- by then paid of it (a payment dated later is added back), in the bucket of its days past due
+-- (as_of - due date: 0 or less current, then 1-30, 31-60, 61-90, over 90). A voided document is
+-- out, whenever it was voided. Contacts by name; totals of every bucket.
+create or replace function app_public.aging_report(organization_id uuid, as_of text default null, kind text default null)
+  returns jsonb
+  language plpgsql stable as
+$$
+declare
+  v_as_of date := current_date;
+  v_kind text := coalesce(kind, 'receivable');
+  v_doc text;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  if v_kind not in ('receivable', 'payable') then perform app_private.fail('kind must be receivable or payable.'); end if;
+  v_doc := case v_kind when 'receivable' then 'invoice' else 'bill' end;
+  if as_of is not null then v_as_of := app_private.parse_date(as_of, 'asOf must be a date in YYYY-MM-DD format.'); end if;
+  return (
+    with later as (
+      select p.document_id, sum(p.amount) as amount
+        from app_public.payment_allocations p join app_public.ledger_events e on e.id = p.event_id
+       where p.organization_id = aging_report.organization_id and e.transaction_date > v_as_of
+       group by p.document_id
+    ), owed as (
+      -- What is owed now (from the index of documents still owed), plus what payments dated later paid.
+      select d.contact_id, v_as_of - d.due_date as late, d.total - d.amount_paid + coalesce(l.amount, 0) as due
+        from app_public.documents d left join later l on l.document_id = d.id
+       where d.organization_id = aging_report.organization_id and d.kind = v_doc and d.issue_date <= v_as_of
+         and d.status in ('open', 'partially_paid')
+      union all
+      select d.contact_id, v_as_of - d.due_date, l.amount
+        from later l join app_public.documents d on d.id = l.document_id
+       where d.kind = v_doc and d.status = 'paid' and d.issue_date <= v_as_of
+    ), rows as (
+      select o.contact_id,
+             coalesce(sum(o.due) filter (where o.late <= 0), 0) as current,
+             coalesce(sum(o.due) filter (where o.late between 1 and 30), 0) as d30,
+             coalesce(sum(o.due) filter (where o.late between 31 and 60), 0) as d60,
+             coalesce(sum(o.due) filter (where o.late between 61 and 90), 0) as d90,
+             coalesce(sum(o.due) filter (where o.late > 90), 0) as over90,
+             sum(o.due) as total
+        from owed o where o.due <> 0 group by o.contact_id
+    )
+    select jsonb_build_object('asOf', to_char(v_as_of, 'YYYY-MM-DD'), 'kind', v_kind,
+      'rows', coalesce((select jsonb_agg(jsonb_build_object('contact', jsonb_build_object('id', c.id, 'displayName', c.display_name),
+          'current', app_private.money(r.current), 'days1to30', app_private.money(r.d30), 'days31to60', app_private.money(r.d60),
+          'days61to90', app_private.money(r.d90), 'over90', app_private.money(r.over90), 'total', app_private.money(r.total))
+          order by lower(c.display_name), c.id)
+        from rows r join app_public.contacts c on c.id = r.contact_id), '[]'::jsonb),
+      'totals', (select jsonb_build_object('current', app_private.money(coalesce(sum(r.current), 0)),
+          'days1to30', app_private.money(coalesce(sum(r.d30), 0)), 'days31to60', app_private.money(coalesce(sum(r.d60), 0)),
+          'days61to90', app_private.money(coalesce(sum(r.d90), 0)), 'over90', app_private.money(coalesce(sum(r.over90), 0)),
+          'total', app_private.money(coalesce(sum(r.total), 0))) from rows r)));
+end $$;
+grant execute on function app_public.aging_report(organization_id uuid, as_of text, kind text) to accounting_visitor;
+--! EndIncluded receivables/aging.sql
