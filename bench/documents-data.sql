@@ -69,8 +69,9 @@ insert into app_public.ledger_events (id, organization_id, event_type, direction
          'confirmed', (select id from bench_accounts where name = case p.kind when 'invoice' then 'Accounts Receivable' else 'Accounts Payable' end),
          (select id from bench_accounts where name = 'Chequing'), p.entry_id, p.contact_id, now(), now()
     from bench_payments p;
-insert into app_public.payment_allocations (organization_id, event_id, document_id, amount, paid_on)
-  select :'org', p.event_id, p.document_id, p.amount_paid, p.day from bench_payments p;
+insert into app_public.payment_allocations (organization_id, event_id, document_id, amount, paid_on, kind, contact_id, issue_date, due_date)
+  select :'org', p.event_id, p.document_id, p.amount_paid, p.day, d.kind, d.contact_id, d.issue_date, d.due_date
+    from bench_payments p join app_public.documents d on d.id = p.document_id;
 insert into app_public.journal_entries (id, organization_id, event_id, txn_date, total_amount)
   select p.entry_id, :'org', p.event_id, p.day, p.amount_paid from bench_payments p;
 insert into app_public.journal_lines (organization_id, entry_id, account_id, txn_date, debit, credit)

@@ -509,12 +509,16 @@ table app_public.payment_allocations (row-level security, forced)
   column amount numeric(20,2) not null
   column created timestamp with time zone not null default now()
   column paid_on date not null
+  column kind text not null
+  column contact_id uuid not null
+  column issue_date date not null
+  column due_date date not null
   constraint payment_allocations_amount_check CHECK ((amount > (0)::numeric))
   constraint payment_allocations_organization_id_document_id_fkey FOREIGN KEY (organization_id, document_id) REFERENCES app_public.documents(organization_id, id)
   constraint payment_allocations_organization_id_event_id_fkey FOREIGN KEY (organization_id, event_id) REFERENCES app_public.ledger_events(organization_id, id) ON DELETE CASCADE
   constraint payment_allocations_pkey PRIMARY KEY (event_id, document_id)
   CREATE INDEX payment_allocations_document_idx ON app_public.payment_allocations USING btree (document_id)
-  CREATE INDEX payment_allocations_paid_idx ON app_public.payment_allocations USING btree (organization_id, paid_on) INCLUDE (document_id, amount)
+  CREATE INDEX payment_allocations_paid_idx ON app_public.payment_allocations USING btree (organization_id, kind, paid_on) INCLUDE (contact_id, issue_date, due_date, amount)
   CREATE UNIQUE INDEX payment_allocations_pkey ON app_public.payment_allocations USING btree (event_id, document_id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: DELETE, INSERT, SELECT; reporting_reader: SELECT
 
@@ -1159,8 +1163,9 @@ begin
     if a.amount > d.total - d.amount_paid then
       perform app_private.fail(format('%s exceeds the %s due on %s.', app_private.money(a.amount), app_private.money(d.total - d.amount_paid), d.number));
     end if;
-    insert into app_public.payment_allocations (organization_id, event_id, document_id, amount, paid_on)
-      values (e.organization_id, e.id, d.id, a.amount, e.transaction_date);
+    insert into app_public.payment_allocations (organization_id, event_id, document_id, amount, paid_on, kind, contact_id,
+        issue_date, due_date)
+      values (e.organization_id, e.id, d.id, a.amount, e.transaction_date, d.kind, d.contact_id, d.issue_date, d.due_date);
     update app_public.documents x set amount_paid = x.amount_paid + a.amount, status = app_private.paid_status(x.amount_paid + a.amount, x.total)
      where x.id = d.id;
     if d.amount_paid + a.amount = d.total then
@@ -5555,22 +5560,19 @@ begin
   v_doc := case v_kind when 'receivable' then 'invoice' else 'bill' end;
   if as_of is not null then v_as_of := app_private.parse_date(as_of, 'asOf must be a date in YYYY-MM-DD format.'); end if;
   return (
-    with later as (
-      select p.document_id, sum(p.amount) as amount
-        from app_public.payment_allocations p
-       where p.organization_id = aging_report.organization_id and p.paid_on > v_as_of
-       group by p.document_id
-    ), owed as (
+    with owed as (
       -- What is owed now, read from the index of documents still owed alone, and what payments
-      -- dated later paid of each document, added back (both in the document's bucket).
+      -- dated later paid, added back from the allocations' own index (each carries its document's
+      -- contact and dates), both in the document's bucket.
       select d.contact_id, v_as_of - d.due_date as late, d.total - d.amount_paid as due
         from app_public.documents d
        where d.organization_id = aging_report.organization_id and d.kind = v_doc and d.issue_date <= v_as_of
          and d.status in ('open', 'partially_paid')
       union all
-      select d.contact_id, v_as_of - d.due_date, l.amount
-        from later l join app_public.documents d on d.id = l.document_id
-       where d.kind = v_doc and d.status in ('open', 'partially_paid', 'paid') and d.issue_date <= v_as_of
+      select p.contact_id, v_as_of - p.due_date, p.amount
+        from app_public.payment_allocations p
+       where p.organization_id = aging_report.organization_id and p.kind = v_doc and p.paid_on > v_as_of
+         and p.issue_date <= v_as_of
     ), rows as (
       select o.contact_id,
              coalesce(sum(o.due) filter (where o.late <= 0), 0) as current,
