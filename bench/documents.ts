@@ -64,6 +64,14 @@ export async function run(args: string[]) {
       where organization_id = $1 and kind = 'invoice' and status in ('open', 'partially_paid') and issue_date <= current_date`, [org]);
     console.log(`agingReport as of today: ${aging.rows.length} customers, total ${aging.totals.total}; owed on open invoices: ${owed.due}`);
     if (aging.totals.total !== owed.due) throw new Error("The aging report differs from the documents.");
+    // And of a past day: each invoice issued by then, less the payments dated by then.
+    const past = (await post(AGING, { org, asOf: daysAgo(90) })).agingReport;
+    const { rows: [then] } = await owner.query(`select sum(d.total - coalesce((select sum(p.amount) from app_public.payment_allocations p
+        where p.document_id = d.id and p.paid_on <= $2), 0))::text due
+      from app_public.documents d where d.organization_id = $1 and d.kind = 'invoice' and d.status not in ('draft', 'void') and d.issue_date <= $2`,
+    [org, daysAgo(90)]);
+    console.log(`agingReport as of ${daysAgo(90)}: total ${past.totals.total}; owed then, from the documents and payments: ${then.due}`);
+    if (past.totals.total !== then.due) throw new Error("The aging report of a past day differs from the documents.");
   } finally {
     await server.stop();
     await owner.end();
