@@ -64,8 +64,9 @@ beforeAll(async () => {
   };
   const api = { ...shared, WORKER: "off", SMTP_PORT: "off", PORT: "0", RATE_LIMIT_PER_HOUR: String(QUOTA) };
   const [a, w] = await Promise.allSettled([
-    startAll([1, 2].map(() => startServerProcess({ ...api, DATA_DIR: tempDir("accounting-scale-api-") }))),
-    startAll([1, 2].map(() => startWorkerProcess({ ...shared, DATA_DIR: tempDir("accounting-scale-worker-") }))),
+    // Without the tsx launcher: the processes stop on SIGTERM themselves (test/helpers/server-process.ts).
+    startAll([1, 2].map(() => startServerProcess({ ...api, DATA_DIR: tempDir("accounting-scale-api-") }, 60_000, false))),
+    startAll([1, 2].map(() => startWorkerProcess({ ...shared, DATA_DIR: tempDir("accounting-scale-worker-") }, 60_000, false))),
   ]);
   if (a.status === "fulfilled") apis = a.value;
   if (w.status === "fulfilled") workers = w.value;

@@ -16,26 +16,32 @@ export interface ServerProcess {
   kill(): void;
 }
 
-export function startServerProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<ServerProcess> {
+export function startServerProcess(env: Record<string, string>, timeoutMs = 60_000, launcher = true): Promise<ServerProcess> {
   const dataDir = env.DATA_DIR ?? mkdtempSync(path.join(os.tmpdir(), "accounting-data-"));
   return startProcess("src/main.ts", { PORT: "0", SMTP_PORT: "0", LOG_LEVEL: "debug", NODE_ENV: "production", DATA_DIR: dataDir, ...env },
-    (out) => out.match(/"url":"(http:\/\/[^"]+)\/graphql"/)?.[1], timeoutMs,
+    (out) => out.match(/"url":"(http:\/\/[^"]+)\/graphql"/)?.[1], timeoutMs, launcher,
   ).then(({ ready: url, child, ...p }) => ({ ...p, child, url, dataDir, stop: () => { child.kill("SIGTERM"); return p.exited; } }));
 }
 
 /** `npm run worker` (tsx worker/main.ts), in its own process group, logs captured. */
 export interface WorkerProcess { child: ChildProcess; logs: () => string; exited: Promise<number | null>; kill(): void }
 
-export function startWorkerProcess(env: Record<string, string>, timeoutMs = 60_000): Promise<WorkerProcess> {
+export function startWorkerProcess(env: Record<string, string>, timeoutMs = 60_000, launcher = true): Promise<WorkerProcess> {
   return startProcess("worker/main.ts", { GRAPHILE_ENV: "production", NODE_ENV: "production", LOG_LEVEL: "info", ...env },
     // Our log line once run() has returned, and graphile-worker's once it LISTENs for new jobs.
-    (out) => out.includes('"msg":"worker started"') && out.includes("Worker connected and looking for jobs") || undefined, timeoutMs);
+    (out) => out.includes('"msg":"worker started"') && out.includes("Worker connected and looking for jobs") || undefined, timeoutMs, launcher);
 }
 
-/** A script under tsx in its own process group, ready once `ready` finds what it waits for in its output. */
-function startProcess<R>(script: string, env: Record<string, string>, ready: (out: string) => R | undefined, timeoutMs: number) {
+/**
+ * A script in its own process group, ready once `ready` finds what it waits for in its output:
+ * under the tsx launcher as `npm start` runs it, or, with `launcher` false, the pinned Node with
+ * tsx's loader and no launcher between (the tsx launcher relays a signal, and kills its child
+ * outright when the child has not acknowledged it within 30 ms twice: a test of signals on a busy
+ * machine would measure that, not the service).
+ */
+function startProcess<R>(script: string, env: Record<string, string>, ready: (out: string) => R | undefined, timeoutMs: number, launcher: boolean) {
   let out = "";
-  const child = spawn(path.resolve("node_modules/.bin/tsx"), [script], {
+  const child = spawn(path.resolve(launcher ? "node_modules/.bin/tsx" : "node_modules/.bin/node"), launcher ? [script] : ["--import", "tsx", script], {
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],
     detached: true, // its own process group, so that kill() reaches the process under the launcher
