@@ -1129,24 +1129,26 @@ declare
   a record;
   d app_public.documents;
   noun text := case kind when 'invoice' then 'invoice' else 'bill' end;
+  v_total numeric := 0;
 begin
   if jsonb_typeof(allocations) is distinct from 'array' or jsonb_array_length(allocations) = 0 then
     perform app_private.fail('Allocations must be a list of at least one document.');
   end if;
   if jsonb_array_length(allocations) > max_allocations then perform app_private.fail(format('At most %s allocations.', max_allocations)); end if;
-  if exists (select 1 from jsonb_array_elements(allocations) x
-              where x->>'documentId' is null or x->>'documentId' !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$') then
+  if exists (select 1 from jsonb_array_elements(allocations) x where x->>'documentId' is null) then
     perform app_private.fail('Each allocation needs a documentId.');
   end if;
-  if (select count(distinct x->>'documentId') from jsonb_array_elements(allocations) x) < jsonb_array_length(allocations) then
+  if (select count(distinct app_private.parse_uuid(x->>'documentId', 'Each allocation needs a documentId.')) from jsonb_array_elements(allocations) x)
+     < jsonb_array_length(allocations) then
     perform app_private.fail('Each document at most once in allocations.');
   end if;
   for a in
-    select (x->>'documentId')::uuid as document_id,
+    select app_private.parse_uuid(x->>'documentId', 'Each allocation needs a documentId.') as document_id,
            app_private.parse_amount(x->>'amount', 'An allocation''s amount must be a positive decimal string.') as amount
       from jsonb_array_elements(allocations) x
-     order by (x->>'documentId')::uuid
+     order by 1
   loop
+    v_total := v_total + a.amount;
     select * into d from app_public.documents x where x.id = a.document_id for update;
     if not found then perform app_private.fail(format('No %s %s.', noun, a.document_id)); end if;
     if d.kind <> allocate_payment.kind then
@@ -1173,8 +1175,7 @@ begin
         (select app_private.document_json(x) from app_public.documents x where x.id = d.id));
     end if;
   end loop;
-  if (select sum(app_private.parse_amount(x->>'amount', 'An allocation''s amount must be a positive decimal string.'))
-        from jsonb_array_elements(allocations) x) <> e.functional_amount then
+  if v_total <> e.functional_amount then
     perform app_private.fail('Allocations must add up to the amount.');
   end if;
   update app_public.ledger_events x set contact_id = e.contact_id where x.id = e.id and x.contact_id is distinct from e.contact_id;
@@ -1769,10 +1770,7 @@ begin
     if jsonb_typeof(s) is distinct from 'object' or s->>'categoryId' is null or s->>'amount' is null then
       perform app_private.fail('Each split needs a categoryId and an amount.');
     end if;
-    if (s->>'categoryId') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
-      perform app_private.fail('Category account not found.');
-    end if;
-    v_category := (s->>'categoryId')::uuid;
+    v_category := app_private.parse_uuid(s->>'categoryId', 'Category account not found.');
     perform app_private.check_split_category(v_category, event_type);
     v_memo := normalize(app_private.clean_text(s->>'memo'), NFC);
     if length(v_memo) > 1000 then perform app_private.fail('A split''s memo must be at most 1000 characters.'); end if;
@@ -2063,6 +2061,7 @@ declare
   v_code text;
   v_tax numeric;
   v_lines jsonb := '[]'::jsonb;
+  v_total numeric;
 begin
   perform app_private.assert_org_access(org, false);
   select * into c from app_public.contacts x where x.id = contact;
@@ -2088,10 +2087,7 @@ begin
     v_price := app_private.parse_decimal(l->>'unitPrice', 4, false, 'A line''s unitPrice must be a decimal string of at least 0 with at most 4 decimals.');
     v_amount := app_private.round_half_even(v_qty * v_price);
     if v_amount > app_private.max_amount() then perform app_private.fail('A line''s amount must be at most 999,999,999.99.'); end if;
-    if (l->>'categoryId') !~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' then
-      perform app_private.fail('Category account not found.');
-    end if;
-    v_category := (l->>'categoryId')::uuid;
+    v_category := app_private.parse_uuid(l->>'categoryId', 'Category account not found.');
     perform app_private.check_category(v_category, case kind when 'invoice' then 'income' else 'expense' end);
     v_code := nullif(l->>'taxCode', '');
     if v_code is not null and not exists (select 1 from app_public.sales_tax_codes s where s.code = v_code) then
@@ -2101,10 +2097,9 @@ begin
     v_lines := v_lines || jsonb_build_object('position', n, 'description', app_private.clean_text(l->>'description'),
       'quantity', v_qty, 'unit_price', v_price, 'amount', v_amount, 'category_id', v_category, 'tax_code', v_code, 'tax_amount', v_tax);
   end loop;
-  if (select sum((x->>'amount')::numeric + (x->>'tax_amount')::numeric) from jsonb_array_elements(v_lines) x) <= 0 then
-    perform app_private.fail(noun || ' must total more than 0.00.');
-  end if;
-  if (select sum((x->>'amount')::numeric + (x->>'tax_amount')::numeric) from jsonb_array_elements(v_lines) x) > app_private.max_amount() then
+  v_total := (select sum((x->>'amount')::numeric + (x->>'tax_amount')::numeric) from jsonb_array_elements(v_lines) x);
+  if v_total <= 0 then perform app_private.fail(noun || ' must total more than 0.00.'); end if;
+  if v_total > app_private.max_amount() then
     perform app_private.fail(noun || '''s total must be at most 999,999,999.99.');
   end if;
   begin
@@ -2924,8 +2919,8 @@ AS $function$
 begin
   -- PERFORM reads every row (a SQL function would stop at the first, locking only it).
   perform 1 from app_public.documents d
-   where d.id in (select (x->>'documentId')::uuid from jsonb_array_elements(case when jsonb_typeof(allocations) = 'array' then allocations end) x
-                   where x->>'documentId' ~* '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$')
+   where d.id in (select app_private.parse_uuid(x->>'documentId', 'Each allocation needs a documentId.')
+                    from jsonb_array_elements(case when jsonb_typeof(allocations) = 'array' then allocations end) x)
    order by d.id for update;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
