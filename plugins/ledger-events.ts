@@ -22,6 +22,13 @@ export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
   "A line of updateStagedEntry(splits:). amount includes the tax; taxAmount, when left out, is computed from taxCode."
   input LedgerEventSplitInput { categoryId: UUID! amount: String! taxCode: String taxAmount: String memo: String }
   type LedgerEventReceipt { id: UUID! filename: String! objectKey: String! uploadedAt: String! }
+  """
+  The category most often confirmed for the same merchant (case, spaces, digits and store numbers
+  ignored): confidence is its share of those confirmations, basis how many there are (3 at least).
+  """
+  type SuggestedCategory { account: LedgerAccountRef! confidence: Float! basis: Int! }
+  "The event's id in a system it was exported to (markLedgerEventsSynced)."
+  type LedgerEventExternalRef { externalSystem: String! externalId: String! syncedAt: String! }
   type LedgerEvent {
     id: UUID!
     eventType: String!
@@ -58,6 +65,10 @@ export const LedgerEventsPlugin = sqlOperationsPlugin("LedgerEventsPlugin", gql`
     importBatchId: UUID
     "The bank's id of the transaction (an OFX FITID), when the statement gave one."
     reference: String
+    "For an event waiting for review with no category: what the organization's confirmed history suggests, never applied on its own; else null."
+    suggestedCategory: SuggestedCategory
+    "Its ids in the systems it was exported to; empty unless synced (or reconciled after)."
+    externalRefs: [LedgerEventExternalRef!]!
     created: String!
     updated: String!
   }

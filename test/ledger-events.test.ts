@@ -203,11 +203,15 @@ describe("confirmLedgerEvent", () => {
     expect(rows).toEqual([{ name: "Sales Revenue", debit: "0.00", credit: "80.00" }, { name: "Visa", debit: "80.00", credit: "0.00" }]);
   });
 
-  it("confirms a classified event in pending", async () => {
+  it("refuses a classified event in pending: its bank has not posted it", async () => {
     const id = await createEvent(h, t, {});
     await call(h, t, CLASSIFY, { eventId: id, ...classifyOffice() }, "updateStagedEntry");
     await h.owner.query("update app_public.ledger_events set status = 'pending' where id = $1", [id]);
-    expect((await call(h, t, CONFIRM, { eventId: id }, "confirmLedgerEvent")).success).toBe(true);
+    const before = await eventRow(h, id);
+    expect(await call(h, t, CONFIRM, { eventId: id }, "confirmLedgerEvent")).toMatchObject({ success: false,
+      error: "A pending event cannot be confirmed: it is settled when the bank posts it." });
+    expect(await eventRow(h, id)).toEqual(before);
+    expect(await entriesOf(id)).toBe(0);
   });
 
   it.each([
@@ -229,7 +233,7 @@ describe("confirmLedgerEvent", () => {
     expect(await call(h, t, CONFIRM, { eventId: id }, "confirmLedgerEvent")).toMatchObject({ success: false, error: "Event is already confirmed." });
     await call(h, t, REJECT, { eventId: id }, "rejectLedgerEvent");
     const before = await eventRow(h, id);
-    expect(await call(h, t, CONFIRM, { eventId: id }, "confirmLedgerEvent")).toMatchObject({ success: false, error: "Only events in needs_review or pending can be confirmed." });
+    expect(await call(h, t, CONFIRM, { eventId: id }, "confirmLedgerEvent")).toMatchObject({ success: false, error: "Only events in needs_review can be confirmed." });
     expect(await eventRow(h, id)).toEqual(before);
     expect(await entriesOf(id)).toBe(1);
   });
@@ -280,11 +284,20 @@ describe("rejectLedgerEvent", () => {
     expect(await count(h, "select 1 from app_public.journal_lines l join app_public.journal_entries j on j.id = l.entry_id where j.event_id = $1 and l.voided", [id])).toBe(2);
   });
 
-  it.each(["synced", "pending"])("rejects an event in %s", async (status) => {
+  it("rejects an event in pending", async () => {
     const id = await bookEvent(h, t, {}, classifyOffice());
-    await h.owner.query("update app_public.ledger_events set status = $2 where id = $1", [id, status]);
+    await h.owner.query("update app_public.ledger_events set status = 'pending' where id = $1", [id]);
     expect((await call(h, t, REJECT, { eventId: id }, "rejectLedgerEvent")).success).toBe(true);
     expect((await eventRow(h, id)).status).toBe("ignored");
+  });
+
+  it("refuses a synced event: it is changed only by reversal", async () => {
+    const id = await bookEvent(h, t, {}, classifyOffice());
+    await h.owner.query("update app_public.ledger_events set status = 'synced' where id = $1", [id]);
+    const before = await eventRow(h, id);
+    expect(await call(h, t, REJECT, { eventId: id }, "rejectLedgerEvent"))
+      .toEqual({ success: false, error: "Event is synced: a synced event is changed only by reversal.", eventId: null });
+    expect(await eventRow(h, id)).toEqual(before);
   });
 
   it("refuses a reconciled event (test/reconciliation.test.ts reconciles them)", async () => {

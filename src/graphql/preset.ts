@@ -11,6 +11,7 @@ import { ContactsPlugin } from "../../plugins/contacts.js";
 import { GENERAL_LEDGER_SCHEMAS, GeneralLedgerPreset } from "../../plugins/general-ledger.js";
 import { IntakeAddressesPlugin } from "../../plugins/intake-addresses.js";
 import { BankStatementsPlugin } from "../../plugins/bank-statements.js";
+import { LedgerChangesPlugin } from "../../plugins/ledger-changes.js";
 import { LedgerEventsPlugin } from "../../plugins/ledger-events.js";
 import { ReceiptsPlugin, type SignFileUrl } from "../../plugins/receipts.js";
 import { ReceiptSourcesPlugin } from "../../plugins/receipt-sources.js";
@@ -28,7 +29,7 @@ import { scopeOf } from "../http/request-scope.js";
 export const schemaPlugins = [
   OrganizationsPlugin, ApiKeysPlugin, TaxCodesPlugin, AccountsPlugin, BatchResultsPlugin, ContactsPlugin,
   CategoryRulesPlugin, IntakeAddressesPlugin, LedgerEventsPlugin, ReconciliationsPlugin, ReportsPlugin, BankStatementsPlugin, ReceiptsPlugin,
-  ReceiptSourcesPlugin, WebhooksPlugin, DocumentsPlugin,
+  ReceiptSourcesPlugin, WebhooksPlugin, DocumentsPlugin, LedgerChangesPlugin,
 ];
 
 export interface PresetOptions {

@@ -1,0 +1,76 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTenant, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+
+let h: Harness;
+let t: Tenant;
+let chequing: string;
+beforeAll(async () => {
+  h = await startHarness();
+  t = await createTenant(h);
+  chequing = (await h.owner.query("select id from app_public.accounts where organization_id = $1 and name = 'Chequing'", [t.organizationId])).rows[0].id;
+});
+afterAll(() => h?.close());
+
+type Row = { transactionDate: string; description: string; amount: string; reference?: string; pending?: boolean };
+const IMPORT = `mutation($o: UUID!, $p: UUID!, $rows: [BankStatementRowInput!]!) { importBankStatement(organizationId: $o, paymentAccountId: $p, rows: $rows) {
+  success error importedCount skippedCount settledCount } }`;
+const CHECK = `mutation($o: UUID!, $p: UUID!, $rows: [BankStatementRowInput!]!) { checkBankStatementDups(organizationId: $o, paymentAccountId: $p, rows: $rows) {
+  results { rowIndex isDuplicate isPossibleDuplicate matchingEventId settlesPendingEvent } } }`;
+const rows = (rs: Row[]) => rs.map((r) => ({ eventType: "expense", ...r }));
+const importRows = async (rs: Row[]) => dataOf(await h.gql(IMPORT, { o: t.organizationId, p: chequing, rows: rows(rs) }, t.apiKey), "importBankStatement");
+const events = async (merchant: string) => (await h.owner.query(`select id, status, to_char(transaction_date, 'YYYY-MM-DD') d, functional_amount::text amount, reference
+  from app_public.ledger_events where organization_id = $1 and merchant_name = $2 order by created`, [t.organizationId, merchant])).rows;
+
+describe("pending bank rows", () => {
+  it("a pending row waits, cannot be confirmed, and its posted row settles it in place: no duplicate", async () => {
+    expect(await importRows([{ transactionDate: "2026-07-01", description: "CORNER BAKERY", amount: "-12.50", pending: true }]))
+      .toMatchObject({ success: true, importedCount: 1, settledCount: 0 });
+    const [pending] = await events("CORNER BAKERY");
+    expect(pending).toMatchObject({ status: "pending", d: "2026-07-01" });
+    await h.gql(`mutation($o: UUID!, $e: UUID!, $c: UUID) { updateStagedEntry(organizationId: $o, eventId: $e, categoryId: $c) { success } }`,
+      { o: t.organizationId, e: pending.id, c: (await h.owner.query("select id from app_public.accounts where organization_id = $1 and name = 'Bank Fees & Charges'", [t.organizationId])).rows[0].id }, t.apiKey);
+    expect(dataOf(await h.gql(`mutation($o: UUID!, $e: UUID!) { confirmLedgerEvent(organizationId: $o, eventId: $e) { success error } }`,
+      { o: t.organizationId, e: pending.id }, t.apiKey), "confirmLedgerEvent"))
+      .toEqual({ success: false, error: "A pending event cannot be confirmed: it is settled when the bank posts it." });
+    // The same pending row again is a duplicate of itself.
+    expect(await importRows([{ transactionDate: "2026-07-01", description: "CORNER BAKERY", amount: "-12.50", pending: true }]))
+      .toMatchObject({ importedCount: 0, skippedCount: 1, settledCount: 0 });
+    const posted = [{ transactionDate: "2026-07-03", description: "Corner  Bakery", amount: "-12.50" }];
+    const check = dataOf(await h.gql(CHECK, { o: t.organizationId, p: chequing, rows: rows(posted) }, t.apiKey), "checkBankStatementDups");
+    expect(check.results).toEqual([{ rowIndex: 0, isDuplicate: false, isPossibleDuplicate: false, matchingEventId: pending.id, settlesPendingEvent: true }]);
+    expect(await importRows(posted)).toMatchObject({ success: true, importedCount: 0, skippedCount: 0, settledCount: 1 });
+    expect(await events("CORNER BAKERY")).toEqual([{ ...pending, status: "needs_review", d: "2026-07-03" }]);
+    expect(await events("Corner  Bakery")).toEqual([]);
+    // The posted statement again: now a plain duplicate.
+    expect(await importRows(posted)).toMatchObject({ importedCount: 0, skippedCount: 1, settledCount: 0 });
+    const { rows: feed } = await h.owner.query("select kind from app_public.ledger_change_feed where event_id = $1 order by txid, id", [pending.id]);
+    expect(feed.map((r: any) => r.kind)).toEqual(["created", "classified", "updated"]);
+  });
+
+  it("the same reference settles it with the posted amount (a tip added); more than 5 days apart and another merchant do not", async () => {
+    await importRows([
+      { transactionDate: "2026-07-10", description: "BISTRO 9", amount: "-40.00", reference: "AUTH-1", pending: true },
+      { transactionDate: "2026-07-10", description: "HARDWARE", amount: "-25.00", pending: true },
+    ]);
+    const r = await importRows([
+      { transactionDate: "2026-07-12", description: "BISTRO 9 TORONTO", amount: "-46.00", reference: "AUTH-1" },
+      { transactionDate: "2026-07-16", description: "HARDWARE", amount: "-25.00" },
+    ]);
+    expect(r).toMatchObject({ importedCount: 1, settledCount: 1 });
+    expect((await events("BISTRO 9")).map((e: any) => [e.status, e.d, e.amount, e.reference])).toEqual([["needs_review", "2026-07-12", "46.00", "AUTH-1"]]);
+    expect((await events("HARDWARE")).map((e: any) => [e.status, e.d])).toEqual([["pending", "2026-07-10"], ["needs_review", "2026-07-16"]]);
+  });
+
+  it("a pending row not posted within 14 days is ignored by the hourly task", async () => {
+    const day = (ago: number) => new Date(Date.now() - ago * 86_400_000).toISOString().slice(0, 10);
+    await importRows([
+      { transactionDate: day(15), description: "STALE PENDING", amount: "-3.00", pending: true },
+      { transactionDate: day(14), description: "FRESH PENDING", amount: "-3.00", pending: true },
+    ]);
+    await h.owner.query("select app_private.purge_expired()");
+    expect((await events("STALE PENDING")).map((e: any) => e.status)).toEqual(["ignored"]);
+    expect((await events("FRESH PENDING")).map((e: any) => e.status)).toEqual(["pending"]);
+    expect(dataOf(await h.gql(IMPORT, { o: t.organizationId, p: chequing, rows: [{ transactionDate: "2026-07-01", description: "X", amount: "-1.00",
+      eventType: "expense", pending: null }] }, t.apiKey), "importBankStatement")).toMatchObject({ success: true });
+  });
+});
