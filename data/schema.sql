@@ -121,15 +121,31 @@ table app_public.category_rules (row-level security, forced)
   column match_count integer not null default 0  grants: accounting_visitor: UPDATE
   column created timestamp with time zone not null default now()
   column updated timestamp with time zone not null default now()  grants: accounting_visitor: UPDATE
+  column priority integer not null default 100  grants: accounting_visitor: INSERT, UPDATE
+  column direction text  grants: accounting_visitor: INSERT, UPDATE
+  column amount_min numeric(20,2)  grants: accounting_visitor: INSERT, UPDATE
+  column amount_max numeric(20,2)  grants: accounting_visitor: INSERT, UPDATE
+  column payment_account_id uuid  grants: accounting_visitor: INSERT, UPDATE
+  column contact_id uuid  grants: accounting_visitor: INSERT, UPDATE
+  column tax_code text  grants: accounting_visitor: INSERT, UPDATE
+  column splits jsonb  grants: accounting_visitor: INSERT, UPDATE
+  constraint category_rules_amount_range CHECK (((amount_min >= (0)::numeric) AND (amount_max >= (0)::numeric) AND (amount_min <= amount_max)))
+  constraint category_rules_contact_fkey FOREIGN KEY (organization_id, contact_id) REFERENCES app_public.contacts(organization_id, id)
+  constraint category_rules_direction_check CHECK ((direction = ANY (ARRAY['in'::text, 'out'::text])))
   constraint category_rules_match_count_check CHECK ((match_count >= 0))
   constraint category_rules_organization_id_account_id_fkey FOREIGN KEY (organization_id, account_id) REFERENCES app_public.accounts(organization_id, id)
   constraint category_rules_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
   constraint category_rules_organization_id_id_key UNIQUE (organization_id, id)
+  constraint category_rules_payment_account_fkey FOREIGN KEY (organization_id, payment_account_id) REFERENCES app_public.accounts(organization_id, id)
   constraint category_rules_pkey PRIMARY KEY (id)
+  constraint category_rules_priority_check CHECK (((priority >= 0) AND (priority <= 1000000)))
+  constraint category_rules_splits_check CHECK (((splits IS NULL) OR ((jsonb_typeof(splits) = 'array'::text) AND (tax_code IS NULL))))
+  constraint category_rules_tax_code_fkey FOREIGN KEY (tax_code) REFERENCES app_public.sales_tax_codes(code)
   constraint category_rules_vendor_pattern_check CHECK (((length(vendor_pattern) >= 1) AND (length(vendor_pattern) <= 200)))
   CREATE INDEX category_rules_account_idx ON app_public.category_rules USING btree (organization_id, account_id)
+  CREATE INDEX category_rules_contact_idx ON app_public.category_rules USING btree (organization_id, contact_id) WHERE (contact_id IS NOT NULL)
+  CREATE UNIQUE INDEX category_rules_conditions_key ON app_public.category_rules USING btree (organization_id, lower(vendor_pattern), direction, amount_min, amount_max, payment_account_id) NULLS NOT DISTINCT
   CREATE UNIQUE INDEX category_rules_organization_id_id_key ON app_public.category_rules USING btree (organization_id, id)
-  CREATE UNIQUE INDEX category_rules_pattern_key ON app_public.category_rules USING btree (organization_id, lower(vendor_pattern))
   CREATE UNIQUE INDEX category_rules_pkey ON app_public.category_rules USING btree (id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: DELETE, SELECT
 
@@ -374,6 +390,20 @@ table app_public.journal_lines (row-level security, forced)
   CREATE UNIQUE INDEX journal_lines_pkey ON app_public.journal_lines USING btree (id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT; reporting_reader: SELECT
 
+table app_public.ledger_change_feed (row-level security, forced)
+  column organization_id uuid not null
+  column txid bigint not null default ((pg_current_xact_id())::text)::bigint
+  column id bigint not null identity a
+  column event_id uuid not null
+  column kind text not null
+  column at timestamp with time zone not null default now()
+  constraint ledger_change_feed_kind_check CHECK ((kind = ANY (ARRAY['created'::text, 'updated'::text, 'classified'::text, 'confirmed'::text, 'reconciled'::text, 'ignored'::text, 'reversed'::text, 'synced'::text, 'deleted'::text])))
+  constraint ledger_change_feed_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint ledger_change_feed_pkey PRIMARY KEY (organization_id, txid, id)
+  CREATE INDEX ledger_change_feed_at_idx ON app_public.ledger_change_feed USING brin (at)
+  CREATE UNIQUE INDEX ledger_change_feed_pkey ON app_public.ledger_change_feed USING btree (organization_id, txid, id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT
+
 table app_public.ledger_event_audit (row-level security, forced)
   column id bigint not null identity a
   column organization_id uuid not null
@@ -397,6 +427,20 @@ table app_public.ledger_event_daily_counts (row-level security, forced)
   constraint ledger_event_daily_counts_pkey PRIMARY KEY (organization_id, day, status)
   CREATE UNIQUE INDEX ledger_event_daily_counts_pkey ON app_public.ledger_event_daily_counts USING btree (organization_id, day, status)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
+table app_public.ledger_event_external_refs (row-level security, forced)
+  column organization_id uuid not null
+  column event_id uuid not null
+  column external_system text not null
+  column external_id text not null
+  column synced_at timestamp with time zone not null default now()
+  constraint ledger_event_external_refs_external_id_check CHECK (((length(external_id) >= 1) AND (length(external_id) <= 255)))
+  constraint ledger_event_external_refs_external_system_check CHECK (((length(external_system) >= 1) AND (length(external_system) <= 100)))
+  constraint ledger_event_external_refs_organization_id_event_id_fkey FOREIGN KEY (organization_id, event_id) REFERENCES app_public.ledger_events(organization_id, id) ON DELETE CASCADE
+  constraint ledger_event_external_refs_pkey PRIMARY KEY (organization_id, event_id, external_system)
+  CREATE UNIQUE INDEX ledger_event_external_refs_external_key ON app_public.ledger_event_external_refs USING btree (organization_id, external_system, external_id)
+  CREATE UNIQUE INDEX ledger_event_external_refs_pkey ON app_public.ledger_event_external_refs USING btree (organization_id, event_id, external_system)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT, UPDATE; reporting_reader: SELECT
 
 table app_public.ledger_events (row-level security, forced)
   column id uuid not null default app_private.uuid_v7()
@@ -457,6 +501,7 @@ table app_public.ledger_events (row-level security, forced)
   CREATE INDEX ledger_events_import_batch_idx ON app_public.ledger_events USING btree (import_batch_id) WHERE (import_batch_id IS NOT NULL)
   CREATE INDEX ledger_events_journal_entry_idx ON app_public.ledger_events USING btree (journal_entry_id) WHERE (journal_entry_id IS NOT NULL)
   CREATE INDEX ledger_events_payment_idx ON app_public.ledger_events USING btree (organization_id, payment_account_id, transaction_date)
+  CREATE INDEX ledger_events_pending_idx ON app_public.ledger_events USING btree (organization_id, payment_account_id, transaction_date) WHERE (status = 'pending'::text)
   CREATE INDEX ledger_events_reference_idx ON app_public.ledger_events USING btree (organization_id, payment_account_id, reference) WHERE (reference IS NOT NULL)
   CREATE UNIQUE INDEX ledger_events_backfill_key ON app_public.ledger_events USING btree (organization_id, backfill_id) WHERE (backfill_id IS NOT NULL)
   CREATE UNIQUE INDEX ledger_events_organization_id_id_key ON app_public.ledger_events USING btree (organization_id, id)
@@ -475,6 +520,16 @@ table app_public.memberships (row-level security, forced)
   constraint memberships_user_id_fkey FOREIGN KEY (user_id) REFERENCES app_public.users(id) ON DELETE CASCADE
   CREATE INDEX memberships_user_idx ON app_public.memberships USING btree (user_id)
   CREATE UNIQUE INDEX memberships_pkey ON app_public.memberships USING btree (organization_id, user_id)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
+table app_public.merchant_category_counts (row-level security, forced)
+  column organization_id uuid not null
+  column merchant text not null
+  column category_id uuid not null
+  column confirmations integer not null
+  constraint merchant_category_counts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint merchant_category_counts_pkey PRIMARY KEY (organization_id, merchant, category_id)
+  CREATE UNIQUE INDEX merchant_category_counts_pkey ON app_public.merchant_category_counts USING btree (organization_id, merchant, category_id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
 
 table app_public.organizations (row-level security, forced)
@@ -1190,6 +1245,28 @@ AS $function$ select jsonb_build_object('id', id, 'label', label, 'prefix', pref
      'lastUsedAt', app_private.iso(last_used_at), 'revokedAt', app_private.iso(revoked_at)) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.apply_rule(r app_public.category_rules, only_unclassified boolean)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare n integer;
+begin
+  perform set_config('app.audit_action', 'rule', true);
+  -- In id order, as every writer of several events locks them.
+  perform 1 from app_public.ledger_events e
+   where e.id in (select c.event_id from app_private.rule_changes(r, only_unclassified) c) order by e.id for no key update;
+  update app_public.ledger_events e set category_id = c.category_id, splits = c.splits, tax_amount = c.tax_amount,
+      tax_code = c.tax_code, tax_account_id = c.tax_account_id, contact_id = c.contact_id
+    from app_private.rule_changes(r, only_unclassified) c
+   where e.id = c.event_id and e.status = 'needs_review';
+  get diagnostics n = row_count;
+  if n > 0 then
+    update app_public.category_rules x set match_count = x.match_count + n where x.id = r.id;
+  end if;
+  return n;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.approve_document(org uuid, kind text, id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -1348,7 +1425,7 @@ AS $function$ select array['preset', 'map', 'dateFormat', 'delimiter', 'decimal'
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.bank_statement_matches(org uuid, payment_account uuid, rows jsonb)
- RETURNS TABLE(row_index integer, transaction_date date, amount numeric, direction text, merchant_name text, event_type text, memo text, reference text, is_duplicate boolean, is_possible_duplicate boolean, matching_event_id uuid)
+ RETURNS TABLE(row_index integer, transaction_date date, amount numeric, direction text, merchant_name text, event_type text, memo text, reference text, pending boolean, is_duplicate boolean, is_possible_duplicate boolean, matching_event_id uuid, settles_pending boolean)
  LANGUAGE plpgsql
  SET jit TO 'off'
 AS $function$
@@ -1363,12 +1440,12 @@ begin
   drop table if exists pg_temp.statement_rows;
   create temporary table statement_rows (
     row_index integer primary key, transaction_date date, amount numeric, direction text, merchant_name text,
-    merchant_key text, event_type text, memo text, reference text,
-    event_id uuid, full_match boolean not null default false) on commit drop;
+    merchant_key text, event_type text, memo text, reference text, pending boolean,
+    event_id uuid, full_match boolean not null default false, settles boolean not null default false) on commit drop;
   insert into pg_temp.statement_rows (row_index, transaction_date, amount, direction, merchant_name, merchant_key,
-      event_type, memo, reference)
+      event_type, memo, reference, pending)
     select (r.n - 1)::integer, x.transaction_date, x.amount, x.direction, x.merchant_name,
-           app_private.merchant_key(x.merchant_name), x.event_type, x.memo, x.reference
+           app_private.merchant_key(x.merchant_name), x.event_type, x.memo, x.reference, x.pending
       from jsonb_array_elements(rows) with ordinality r (item, n)
       cross join lateral app_private.bank_statement_row(r.item, (r.n - 1)::integer) x;
   analyze pg_temp.statement_rows;
@@ -1380,15 +1457,21 @@ begin
              (select array_agg(s.amount) from pg_temp.statement_rows s)) c;
   analyze pg_temp.statement_candidates;
 
+  -- 0. Pending events settled by their posted rows.
+  update pg_temp.statement_rows s set event_id = p.event_id, settles = true
+    from app_private.pending_settlements(org, payment_account) p
+   where s.row_index = p.row_index;
+
   -- 1. References: the k-th row of a reference takes the k-th event of it on this account.
   with r as (
     select s.row_index, s.reference, row_number() over (partition by s.reference order by s.row_index) k
-      from pg_temp.statement_rows s where s.reference is not null
+      from pg_temp.statement_rows s where s.reference is not null and not s.settles
   ), e as (
     select e.id, e.reference, row_number() over (partition by e.reference order by e.created, e.id) k
       from app_public.ledger_events e
      where e.organization_id = org and e.payment_account_id = payment_account
        and e.reference in (select s.reference from pg_temp.statement_rows s where s.reference is not null)
+       and not exists (select 1 from pg_temp.statement_rows t where t.settles and t.event_id = e.id)
   )
   update pg_temp.statement_rows s set event_id = e.id, full_match = true
     from r join e on e.reference = r.reference and e.k = r.k
@@ -1455,13 +1538,13 @@ begin
 
   return query
     select s.row_index, s.transaction_date, s.amount, s.direction, s.merchant_name, s.event_type, s.memo, s.reference,
-           s.full_match, s.event_id is not null and not s.full_match, s.event_id
+           s.pending, s.full_match, s.event_id is not null and not s.full_match and not s.settles, s.event_id, s.settles
       from pg_temp.statement_rows s order by s.row_index;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.bank_statement_row(item jsonb, row_index integer)
- RETURNS TABLE(transaction_date date, amount numeric, direction text, merchant_name text, event_type text, memo text, reference text)
+ RETURNS TABLE(transaction_date date, amount numeric, direction text, merchant_name text, event_type text, memo text, reference text, pending boolean)
  LANGUAGE plpgsql
  IMMUTABLE
 AS $function$
@@ -1504,6 +1587,10 @@ begin
   if length(reference) > 255 then
     perform app_private.fail(format('Row %s: reference must be at most 255 characters.', row_index));
   end if;
+  if jsonb_typeof(item -> 'pending') not in ('boolean', 'null') then
+    perform app_private.fail(format('Row %s: pending must be true or false.', row_index));
+  end if;
+  pending := coalesce((item ->> 'pending')::boolean, false);
   return next;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -1519,27 +1606,6 @@ AS $function$
         beating_since = case when h.beat_at < now() - dead_after then now() else h.beating_since end;
 $function$
 -- grants: <owner>: EXECUTE
-
-CREATE OR REPLACE FUNCTION app_private.best_category_rule(org uuid, merchant_name text)
- RETURNS uuid
- LANGUAGE sql
- STABLE
-AS $function$ select b.rule_id from app_private.best_category_rules(org, array[merchant_name]) b $function$
--- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
-
-CREATE OR REPLACE FUNCTION app_private.best_category_rules(org uuid, merchant_names text[])
- RETURNS TABLE(merchant_name text, rule_id uuid)
- LANGUAGE sql
- STABLE
-AS $function$
-  select distinct on (n.name) n.name, r.id
-    from (select distinct x as name from unnest(merchant_names) x) n
-    join app_public.category_rules r on r.organization_id = org and normalize(n.name, NFC) ilike r.vendor_pattern
-    join app_public.accounts a on a.organization_id = r.organization_id and a.id = r.account_id
-   where a.active
-   order by n.name, length(r.vendor_pattern) desc, r.created, r.id
-$function$
--- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.caller_role(org uuid)
  RETURNS text
@@ -1568,7 +1634,47 @@ CREATE OR REPLACE FUNCTION app_private.category_rule_json(r app_public.category_
 AS $function$ select jsonb_build_object('id', r.id, 'vendorPattern', r.vendor_pattern,
      'account', (select jsonb_build_object('id', a.id, 'name', a.name, 'accountType', a.account_type, 'active', a.active)
                    from app_public.accounts a where a.organization_id = r.organization_id and a.id = r.account_id),
+     'priority', r.priority, 'direction', r.direction,
+     'amountMin', app_private.money(r.amount_min), 'amountMax', app_private.money(r.amount_max),
+     'paymentAccount', (select jsonb_build_object('id', a.id, 'name', a.name)
+                          from app_public.accounts a where a.organization_id = r.organization_id and a.id = r.payment_account_id),
+     'contact', (select jsonb_build_object('id', k.id, 'displayName', k.display_name)
+                   from app_public.contacts k where k.organization_id = r.organization_id and k.id = r.contact_id),
+     'taxCode', r.tax_code,
+     'splits', coalesce((select jsonb_agg(jsonb_build_object('category', jsonb_build_object('id', a.id, 'name', a.name),
+                   'percent', (s.v->>'percent')::numeric::text, 'taxCode', s.v->>'tax_code', 'memo', s.v->>'memo') order by s.n)
+                   from jsonb_array_elements(r.splits) with ordinality s (v, n)
+                   left join app_public.accounts a on a.organization_id = r.organization_id and a.id = (s.v->>'category_id')::uuid), '[]'),
      'matchCount', r.match_count, 'created', app_private.iso(r.created), 'updated', app_private.iso(r.updated)) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.change_cursor(txid bigint, id bigint)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select txid::text || '.' || id::text $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.change_kind(o app_public.ledger_events, n app_public.ledger_events)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  select case
+    when o.id is null then 'created'
+    when n.id is null then 'deleted'
+    when n.reversal_entry_id is not null and o.reversal_entry_id is null then 'reversed'
+    when n.status is distinct from o.status then case n.status
+      when 'confirmed' then 'confirmed' when 'synced' then 'synced' when 'reconciled' then 'reconciled'
+      when 'ignored' then 'ignored' else 'updated' end
+    when (n.category_id, n.splits, n.tax_amount, n.tax_code, n.tax_account_id, n.contact_id, n.payment_account_id)
+         is distinct from (o.category_id, o.splits, o.tax_amount, o.tax_code, o.tax_account_id, o.contact_id, o.payment_account_id)
+      then 'classified'
+    when (n.merchant_name, n.functional_amount, n.transaction_date, n.memo, n.event_type, n.direction, n.has_document, n.reference)
+         is distinct from (o.merchant_name, o.functional_amount, o.transaction_date, o.memo, o.event_type, o.direction, o.has_document, o.reference)
+      then 'updated'
+  end
+$function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.check_account_type(account_type text)
@@ -1596,7 +1702,7 @@ begin
   perform app_private.scope_organization(org);
   perform app_private.check_payment_account(payment_account_id);
   return (select coalesce(jsonb_agg(app_private.duplicate_check_json(m.row_index, m.is_duplicate,
-             m.is_possible_duplicate, m.matching_event_id) order by m.row_index), '[]')
+             m.is_possible_duplicate, m.matching_event_id, m.settles_pending) order by m.row_index), '[]')
             from app_private.bank_statement_matches(org, payment_account_id, rows) m);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -1747,6 +1853,102 @@ begin
   -- An odd number of trailing backslashes leaves the escape character dangling.
   if p ~ '(^|[^\\])(\\\\)*\\$' then perform app_private.fail('Vendor pattern is not a valid ILIKE pattern.'); end if;
   return p;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.checked_rule(r app_public.category_rules, vendor_pattern text, category_id uuid, priority integer, direction text, amount_min text, amount_max text, payment_account_id uuid, contact_id uuid, tax_code text, splits jsonb)
+ RETURNS app_public.category_rules
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  if vendor_pattern is not null then r.vendor_pattern := app_private.check_vendor_pattern(vendor_pattern); end if;
+  if splits is not null and category_id is not null then
+    perform app_private.fail('Give categoryId or splits, not both.');
+  end if;
+  if category_id is not null then
+    r.account_id := app_private.rule_account(r.organization_id, category_id);
+    r.splits := null;
+  end if;
+  if splits is not null then
+    r.splits := app_private.checked_rule_splits(r.organization_id, splits);
+    r.account_id := app_private.largest_split_category(r.splits);
+    r.tax_code := null;
+  end if;
+  if r.account_id is null then perform app_private.fail('categoryId or splits is required.'); end if;
+  if priority is not null then
+    if priority not between 0 and 1000000 then perform app_private.fail('priority must be between 0 and 1000000.'); end if;
+    r.priority := priority;
+  end if;
+  if direction is not null then
+    if direction not in ('in', 'out', '') then perform app_private.fail('direction must be in or out.'); end if;
+    r.direction := nullif(direction, '');
+  end if;
+  if amount_min is not null then
+    r.amount_min := case when amount_min = '' then null else app_private.parse_amount(amount_min, 'amountMin must be a decimal string.', true) end;
+  end if;
+  if amount_max is not null then
+    r.amount_max := case when amount_max = '' then null else app_private.parse_amount(amount_max, 'amountMax must be a decimal string.', true) end;
+  end if;
+  if r.amount_min > r.amount_max then perform app_private.fail('amountMin must not be above amountMax.'); end if;
+  if payment_account_id is not null then
+    perform app_private.check_payment_account(payment_account_id);
+    r.payment_account_id := payment_account_id;
+  end if;
+  if contact_id is not null then
+    if not exists (select 1 from app_public.contacts k where k.organization_id = r.organization_id and k.id = contact_id) then
+      perform app_private.fail('Contact not found.');
+    end if;
+    r.contact_id := contact_id;
+  end if;
+  if tax_code is not null then
+    if tax_code <> '' and not exists (select 1 from app_public.sales_tax_codes c where c.code = tax_code) then
+      perform app_private.fail('Unknown tax code.');
+    end if;
+    r.tax_code := nullif(tax_code, '');
+  end if;
+  if r.splits is not null and r.tax_code is not null then
+    perform app_private.fail('The tax of a split rule is on its splits: give each split its taxCode.');
+  end if;
+  return r;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.checked_rule_splits(org uuid, splits jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  max_splits constant integer := 100;
+  s jsonb;
+  v_percent numeric;
+  v_lines jsonb := '[]';
+  v_memo text;
+begin
+  if jsonb_typeof(splits) is distinct from 'array' or jsonb_array_length(splits) = 0 then
+    perform app_private.fail('Splits must be a list of at least one line.');
+  end if;
+  if jsonb_array_length(splits) > max_splits then perform app_private.fail(format('At most %s splits.', max_splits)); end if;
+  for s in select x from jsonb_array_elements(splits) x loop
+    if jsonb_typeof(s) is distinct from 'object' or s->>'categoryId' is null or s->>'percent' is null then
+      perform app_private.fail('Each split needs a categoryId and a percent.');
+    end if;
+    v_percent := app_private.parse_amount(s->>'percent', 'A split''s percent must be a decimal from 0.01 to 100.');
+    if v_percent > 100 then perform app_private.fail('A split''s percent must be a decimal from 0.01 to 100.'); end if;
+    if nullif(s->>'taxCode', '') is not null and not exists (select 1 from app_public.sales_tax_codes c where c.code = s->>'taxCode') then
+      perform app_private.fail('Unknown tax code.');
+    end if;
+    v_memo := normalize(app_private.clean_text(s->>'memo'), NFC);
+    if length(v_memo) > 1000 then perform app_private.fail('A split''s memo must be at most 1000 characters.'); end if;
+    v_lines := v_lines || jsonb_build_object('category_id',
+      app_private.rule_account(org, app_private.parse_uuid(s->>'categoryId', 'Category account not found.')),
+      'percent', v_percent, 'tax_code', nullif(s->>'taxCode', ''), 'memo', coalesce(v_memo, ''));
+  end loop;
+  if (select sum((l->>'percent')::numeric) from jsonb_array_elements(v_lines) l) <> 100 then
+    perform app_private.fail('Split percentages must add up to 100.');
+  end if;
+  return v_lines;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -2356,12 +2558,12 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.duplicate_check_json(row_index integer, is_duplicate boolean, is_possible_duplicate boolean, matching_event_id uuid)
+CREATE OR REPLACE FUNCTION app_private.duplicate_check_json(row_index integer, is_duplicate boolean, is_possible_duplicate boolean, matching_event_id uuid, settles_pending boolean)
  RETURNS jsonb
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$ select jsonb_build_object('rowIndex', row_index, 'isDuplicate', is_duplicate,
-     'isPossibleDuplicate', is_possible_duplicate, 'matchingEventId', matching_event_id) $function$
+     'isPossibleDuplicate', is_possible_duplicate, 'matchingEventId', matching_event_id, 'settlesPendingEvent', settles_pending) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.enqueue_operator_job(task text, org uuid, payload jsonb DEFAULT '{}'::jsonb)
@@ -2411,6 +2613,29 @@ AS $function$ select coalesce(jsonb_agg(jsonb_build_object('id', r.id, 'filename
      'uploadedAt', app_private.iso(r.uploaded_at), 'contentType', r.content_type, 'status', r.status)
      order by r.uploaded_at, r.id), '[]'::jsonb)
      from app_public.receipts r where r.event_id = event_receipts.event_id $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.expire_pending_events()
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare n integer;
+begin
+  perform set_config('app.audit_action', 'expire', true);
+  update app_public.ledger_events e set status = 'ignored'
+   where e.status = 'pending' and e.transaction_date < current_date - app_private.pending_expiry_days();
+  get diagnostics n = row_count;
+  return n;
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.external_refs_json(event_id uuid)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$ select coalesce(jsonb_agg(jsonb_build_object('externalSystem', x.external_system, 'externalId', x.external_id,
+     'syncedAt', app_private.iso(x.synced_at)) order by x.external_system), '[]')
+     from app_public.ledger_event_external_refs x where x.event_id = external_refs_json.event_id $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.fail(message text, code text DEFAULT 'AP400'::text)
@@ -2487,6 +2712,7 @@ declare
   v_currency text;
   v_batch uuid;
   v_imported integer;
+  v_settled integer;
   v_total integer;
   v_results jsonb;
 begin
@@ -2512,40 +2738,50 @@ begin
 
   with m as (
     select * from app_private.bank_statement_matches(org, payment_account_id, rows)
-  ), rules as (
-    select b.merchant_name, r.id, r.account_id, a.classification
-      from app_private.best_category_rules(org, (select array_agg(m.merchant_name) from m where not m.is_duplicate)) b
-      join app_public.category_rules r on r.id = b.rule_id
-      join app_public.accounts a on a.id = r.account_id
-  ), picked as (
-    -- The best rule's account, when it is usable for the event (as createLedgerEvent applies it).
-    select m.*, r.id rule_id, r.account_id rule_account
-      from m
-      left join rules r on r.merchant_name = m.merchant_name
-       and app_private.category_fits(m.event_type, r.classification) and r.account_id <> payment_account_id
-     where not m.is_duplicate
+  ), fresh as (
+    select m.*, app_private.uuid_v7() id from m where not m.is_duplicate and not m.settles_pending
+  ), settled as (
+    -- The posted row's day and amount; a new amount leaves the classification to be done again.
+    update app_public.ledger_events e set status = 'needs_review', transaction_date = m.transaction_date,
+        functional_amount = m.amount, reference = coalesce(e.reference, m.reference),
+        category_id = case when e.functional_amount = m.amount then e.category_id end,
+        splits = case when e.functional_amount = m.amount then e.splits end,
+        tax_amount = case when e.functional_amount = m.amount then e.tax_amount end,
+        tax_code = case when e.functional_amount = m.amount then e.tax_code end,
+        tax_account_id = case when e.functional_amount = m.amount then e.tax_account_id end
+      from m where m.settles_pending and e.id = m.matching_event_id and e.status = 'pending'
+      returning 1
+  ), ruled as (
+    -- Behavior rule 10: the rule for each new event (rule_classifications), as createLedgerEvent applies it.
+    select * from app_private.rule_classifications(org, array(
+      select row(f.id, f.merchant_name, f.direction, f.amount, payment_account_id, f.event_type, f.transaction_date, null)::app_private.rule_subject
+        from fresh f))
   ), inserted as (
-    insert into app_public.ledger_events (organization_id, event_type, direction, merchant_name, functional_amount,
-        functional_currency, transaction_date, memo, reference, category_id, payment_account_id, source, import_batch_id)
-      select org, p.event_type, p.direction, p.merchant_name, p.amount, v_currency, p.transaction_date, p.memo,
-             p.reference, p.rule_account, payment_account_id, 'bank_import', v_batch
-        from picked p order by p.row_index
+    insert into app_public.ledger_events (id, organization_id, event_type, direction, merchant_name, functional_amount,
+        functional_currency, transaction_date, memo, reference, category_id, payment_account_id, source, import_batch_id,
+        splits, tax_amount, tax_code, tax_account_id, contact_id, status)
+      select f.id, org, f.event_type, f.direction, f.merchant_name, f.amount, v_currency, f.transaction_date, f.memo,
+             f.reference, r.category_id, payment_account_id, 'bank_import', v_batch,
+             r.splits, r.tax_amount, r.tax_code, r.tax_account_id, r.contact_id,
+             case when f.pending then 'pending' else 'needs_review' end
+        from fresh f left join ruled r on r.event_id = f.id order by f.row_index
       returning 1
   ), counted as (
     update app_public.category_rules r set match_count = r.match_count + c.n
-      from (select p.rule_id, count(*) n from picked p where p.rule_id is not null group by p.rule_id) c
+      from (select x.rule_id, count(*) n from ruled x group by x.rule_id) c
      where r.id = c.rule_id
   )
-  select (select count(*) from inserted), (select count(*) from m),
+  select (select count(*) from inserted), (select count(*) from settled), (select count(*) from m),
          (select coalesce(jsonb_agg(app_private.duplicate_check_json(m.row_index, m.is_duplicate, m.is_possible_duplicate,
-                  m.matching_event_id) order by m.row_index), '[]') from m)
-    into v_imported, v_total, v_results;
+                  m.matching_event_id, m.settles_pending) order by m.row_index), '[]') from m)
+    into v_imported, v_settled, v_total, v_results;
 
   perform app_private.record_webhook_event(org, 'bank_import.completed', v_batch, jsonb_build_object('batchId', v_batch,
-    'paymentAccountId', payment_account_id, 'fileName', file_name, 'importedCount', v_imported, 'skippedCount', v_total - v_imported));
+    'paymentAccountId', payment_account_id, 'fileName', file_name, 'importedCount', v_imported,
+    'skippedCount', v_total - v_imported - v_settled, 'settledCount', v_settled));
   -- The flags each row was imported or skipped by (the operator's preview shows them).
-  return jsonb_build_object('importedCount', v_imported, 'skippedCount', v_total - v_imported, 'batchId', v_batch,
-    'results', v_results);
+  return jsonb_build_object('importedCount', v_imported, 'skippedCount', v_total - v_imported - v_settled,
+    'settledCount', v_settled, 'batchId', v_batch, 'results', v_results);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -2710,6 +2946,13 @@ AS $function$
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.ledger_changes_retention()
+ RETURNS interval
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select interval '30 days' $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.ledger_event_json(e app_public.ledger_events, c app_public.accounts, p app_public.accounts, t app_public.accounts, j app_public.journal_entries)
  RETURNS jsonb
  LANGUAGE sql
@@ -2735,6 +2978,9 @@ AS $function$
         'totalAmount', app_private.money(r.total_amount), 'voidedAt', app_private.iso(r.voided_at))
         from app_public.journal_entries r where r.id = e.reversal_entry_id),
     'cleared', exists (select 1 from app_public.reconciliation_clearings k where k.event_id = e.id),
+    'suggestedCategory', case when e.status = 'needs_review' and e.category_id is null
+      then app_private.suggested_category(e.organization_id, e.merchant_name, e.event_type) end,
+    'externalRefs', case when e.status in ('synced', 'reconciled') then app_private.external_refs_json(e.id) else '[]'::jsonb end,
     'receipts', app_private.event_receipts(e.id),
     'source', e.source, 'importBatchId', e.import_batch_id, 'reference', e.reference,
     'created', app_private.iso(e.created), 'updated', app_private.iso(e.updated))
@@ -3085,6 +3331,14 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.merchant_family(merchant_name text)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select regexp_replace(regexp_replace(lower(normalize(merchant_name, NFC)),
+     '(#|\m(store|no|nr|unit|loc|location)\M\.?)\s*[0-9]+', ' ', 'g'), '[^[:alpha:]]+', '', 'g') $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.merchant_key(merchant_name text)
  RETURNS text
  LANGUAGE sql
@@ -3310,6 +3564,56 @@ AS $function$
       from app_public.payment_allocations p join app_public.documents d on d.id = p.document_id where p.event_id = e.id), '[]'::jsonb))
     from app_public.ledger_events e where e.id = payment_result.event_id
 $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.pending_expiry_days()
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select 14 $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.pending_settle_days()
+ RETURNS integer
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select 5 $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.pending_settlements(org uuid, payment_account uuid)
+ RETURNS TABLE(row_index integer, event_id uuid)
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_pair record;
+  v_rows integer[] := '{}';
+  v_events uuid[] := '{}';
+  v_from date;
+  v_to date;
+begin
+  select min(s.transaction_date) - app_private.pending_settle_days(), max(s.transaction_date) + app_private.pending_settle_days()
+    into v_from, v_to from pg_temp.statement_rows s where not s.pending;
+  for v_pair in
+    select s.row_index, e.id
+      from pg_temp.statement_rows s
+      join app_public.ledger_events e
+        on e.organization_id = org and e.payment_account_id = payment_account and e.status = 'pending'
+       and e.transaction_date between v_from and v_to
+       and ((s.reference is not null and e.reference = s.reference)
+            or (e.functional_amount = s.amount and e.direction = s.direction
+                and app_private.merchant_key(e.merchant_name) = s.merchant_key
+                and abs(s.transaction_date - e.transaction_date) <= app_private.pending_settle_days()))
+     where not s.pending
+     order by s.row_index, (s.reference is not null and e.reference = s.reference) desc,
+              abs(s.transaction_date - e.transaction_date), e.created, e.id
+  loop
+    if not (v_pair.row_index = any (v_rows)) and not (v_pair.id = any (v_events)) then
+      v_rows := v_rows || v_pair.row_index;
+      v_events := v_events || v_pair.id;
+    end if;
+  end loop;
+  return query select * from unnest(v_rows, v_events);
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.period_totals(org uuid, period daterange)
@@ -3640,7 +3944,15 @@ CREATE OR REPLACE FUNCTION app_private.purge_expired()
 AS $function$
   delete from app_public.idempotency_records where created < now() - interval '24 hours';
   delete from app_public.rate_limit_windows where window_start < now() - interval '1 hour';
+  select app_private.purge_ledger_changes();
+  select app_private.expire_pending_events();
 $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.purge_ledger_changes()
+ RETURNS void
+ LANGUAGE sql
+AS $function$ delete from app_public.ledger_change_feed c where c.at < now() - app_private.ledger_changes_retention() $function$
 -- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.queue_due_source_scans(mailbox_interval interval, cloud_drive_interval interval)
@@ -4413,6 +4725,119 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.rule_changes(r app_public.category_rules, only_unclassified boolean)
+ RETURNS TABLE(event_id uuid, category_id uuid, splits jsonb, tax_amount numeric, tax_code text, tax_account_id uuid, contact_id uuid)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select c.event_id, c.category_id, c.splits, c.tax_amount, c.tax_code, c.tax_account_id, c.contact_id
+    from app_private.rule_classifications(r.organization_id, array(
+           select row(e.id, e.merchant_name, e.direction, e.functional_amount, e.payment_account_id, e.event_type,
+                      e.transaction_date, e.contact_id)::app_private.rule_subject
+             from app_public.ledger_events e
+            where e.organization_id = r.organization_id and e.status = 'needs_review'
+              and (not only_unclassified or e.category_id is null)
+              and lower(normalize(e.merchant_name, NFC)) like lower(normalize(r.vendor_pattern, NFC))), r) c
+    join app_public.ledger_events e on e.id = c.event_id
+   where c.rule_id = r.id
+     and (e.category_id, e.splits, e.tax_amount, e.tax_code, e.tax_account_id, e.contact_id)
+         is distinct from (c.category_id, c.splits, c.tax_amount, c.tax_code, c.tax_account_id, c.contact_id)
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.rule_classifications(org uuid, subjects app_private.rule_subject[], candidate app_public.category_rules DEFAULT NULL::app_public.category_rules)
+ RETURNS TABLE(event_id uuid, rule_id uuid, category_id uuid, splits jsonb, tax_amount numeric, tax_code text, tax_account_id uuid, contact_id uuid)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  with rule as materialized (
+    select c.x, u.account_ids, u.fits, lower(normalize((c.x).vendor_pattern, NFC)) lpattern
+      from (select r from app_public.category_rules r where r.organization_id = org and r.id is distinct from (candidate).id
+            union all
+            select candidate where (candidate).id is not null) c (x)
+      cross join lateral app_private.rule_reach(c.x) u
+     where u.fits <> '{}'
+  ), subject as materialized (
+    select s.*, lower(normalize(s.merchant_name, NFC)) lname from unnest(subjects) s
+  ), named as (
+    select n.lname, r.x, r.account_ids, r.fits
+      from (select distinct s.lname from subject s) n join rule r on n.lname like r.lpattern
+  ), chosen as (
+    select distinct on (s.id) s.id, s.event_type, s.amount, s.transaction_date, s.contact_id, n.x
+      from subject s join named n on n.lname = s.lname
+     where s.event_type = any (n.fits)
+       and ((n.x).direction is null or (n.x).direction = s.direction)
+       and (s.amount >= (n.x).amount_min or (n.x).amount_min is null)
+       and (s.amount <= (n.x).amount_max or (n.x).amount_max is null)
+       and ((n.x).payment_account_id is null or (n.x).payment_account_id = s.payment_account_id)
+       and coalesce(s.payment_account_id <> all (n.account_ids), true)
+     order by s.id, (n.x).priority, length((n.x).vendor_pattern) desc, (n.x).created, (n.x).id
+  )
+  select c.id, (c.x).id, o.category_id, o.splits, o.tax_amount, o.tax_code, o.tax_account_id, o.contact_id
+    from chosen c cross join lateral app_private.rule_outcome(c.x, c.event_type, c.amount, c.transaction_date, c.contact_id) o
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.rule_outcome(r app_public.category_rules, event_type text, amount numeric, on_day date, contact uuid)
+ RETURNS TABLE(category_id uuid, splits jsonb, tax_amount numeric, tax_code text, tax_account_id uuid, contact_id uuid)
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  contact_id := coalesce(r.contact_id, contact);
+  if r.splits is not null then
+    splits := app_private.rule_split_lines(r.splits, event_type, amount, on_day);
+    category_id := app_private.largest_split_category(splits);
+    tax_amount := app_private.splits_tax(splits);
+  else
+    category_id := r.account_id;
+    if r.tax_code is not null then
+      tax_code := r.tax_code;
+      tax_amount := app_private.tax_for_account(amount, r.tax_code, app_private.is_sale(r.account_id, event_type), on_day);
+    end if;
+  end if;
+  if coalesce(tax_amount, 0) > 0 then tax_account_id := app_private.tax_type_account(r.organization_id, 'GST_HST'); end if;
+  return next;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.rule_reach(r app_public.category_rules)
+ RETURNS TABLE(account_ids uuid[], fits text[])
+ LANGUAGE sql
+ STABLE
+AS $function$
+  with acct as (
+    select a.id, a.active, a.classification
+      from app_public.accounts a
+     where a.organization_id = r.organization_id
+       and a.id in (select r.account_id union all select (s->>'category_id')::uuid from jsonb_array_elements(coalesce(r.splits, '[]')) s)
+  )
+  select (select array_agg(a.id) from acct a),
+         coalesce((select array_agg(t.t) from unnest(array['expense', 'income', 'transfer', 'refund']) t (t)
+                    where not exists (select 1 from acct a
+                                       where not a.active or not case when r.splits is null then app_private.category_fits(t.t, a.classification)
+                                                                      else app_private.split_category_fits(t.t, a.classification) end)), '{}')
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.rule_split_lines(splits jsonb, event_type text, amount numeric, on_day date)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  with s as (
+    select x.v, x.n, round(amount * (x.v->>'percent')::numeric / 100, 2) share,
+           row_number() over (order by (x.v->>'percent')::numeric desc, x.n) = 1 largest
+      from jsonb_array_elements(splits) with ordinality x (v, n)
+  ), lines as (
+    select s.v, s.n, s.share + case when s.largest then amount - (select sum(share) from s) else 0 end line_amount from s
+  )
+  select jsonb_agg(app_private.split_line((l.v->>'category_id')::uuid, l.line_amount, l.v->>'tax_code', null,
+           l.v->>'memo', event_type, on_day) order by l.n)
+    from lines l where l.line_amount > 0
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.sales_tax_rate(code text, on_day date)
  RETURNS numeric
  LANGUAGE sql
@@ -4657,6 +5082,24 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.suggested_category(org uuid, merchant_name text, event_type text)
+ RETURNS jsonb
+ LANGUAGE sql
+ STABLE
+AS $function$
+  with c as (
+    select m.category_id, m.confirmations from app_public.merchant_category_counts m
+     where m.organization_id = org and m.merchant = app_private.merchant_family(merchant_name) and m.confirmations > 0
+  ), total as (select sum(c.confirmations) n from c)
+  select jsonb_build_object('account', jsonb_build_object('id', a.id, 'name', a.name),
+           'confidence', round(c.confirmations::numeric / total.n, 2), 'basis', total.n)
+    from c cross join total join app_public.accounts a on a.organization_id = org and a.id = c.category_id
+   where total.n >= 3 and a.active and app_private.category_fits(event_type, a.classification)
+   order by c.confirmations desc, a.name, a.id
+   limit 1
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.sync_receipt_source(organization_id uuid, kind text, receipt_source_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -4849,21 +5292,8 @@ CREATE OR REPLACE FUNCTION app_private.tg_category_rules__classify()
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app_public'
 AS $function$
-declare n integer;
 begin
-  perform set_config('app.audit_action', 'rule', true);
-  update app_public.ledger_events e set category_id = new.account_id
-    from app_public.accounts a
-   where a.id = new.account_id and a.active
-     and e.organization_id = new.organization_id and e.status = 'needs_review' and e.category_id is null
-     and e.merchant_name ilike new.vendor_pattern
-     and app_private.category_fits(e.event_type, a.classification)
-     and e.payment_account_id is distinct from a.id
-     and app_private.best_category_rule(new.organization_id, e.merchant_name) = new.id;
-  get diagnostics n = row_count;
-  if n > 0 then
-    update app_public.category_rules r set match_count = r.match_count + n where r.id = new.id;
-  end if;
+  perform app_private.apply_rule(new, true);
   return null;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -5087,6 +5517,33 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__changes()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare
+  v_rows text := case tg_op
+    when 'INSERT' then 'new_rows n left join (select * from new_rows limit 0) o on true'
+    when 'UPDATE' then 'new_rows n join old_rows o on o.id = n.id'
+    -- An organization being deleted takes its feed with it.
+    else 'old_rows o left join (select * from old_rows limit 0) n on true
+           where exists (select 1 from app_public.organizations g where g.id = o.organization_id)' end;
+begin
+  execute format($q$
+    insert into app_public.ledger_change_feed (organization_id, event_id, kind)
+      select d.organization_id, d.id, d.kind
+        from (select coalesce(n.organization_id, o.organization_id) organization_id, coalesce(n.id, o.id) id,
+                     app_private.change_kind(o, n) kind
+                from %s) d
+       where d.kind is not null
+       order by d.id
+  $q$, v_rows);
+  return null;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__counts()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -5118,6 +5575,33 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__merchant_counts()
+ RETURNS trigger
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+declare
+  v_rows text := case tg_op
+    when 'INSERT' then 'select n.*, 1 k from new_rows n'
+    when 'UPDATE' then 'select n.*, 1 k from new_rows n union all select o.*, -1 from old_rows o'
+    -- Rows of an organization being deleted go with it.
+    else 'select o.*, -1 k from old_rows o where exists (select 1 from app_public.organizations g where g.id = o.organization_id)' end;
+begin
+  execute format($q$
+    insert into app_public.merchant_category_counts as t (organization_id, merchant, category_id, confirmations)
+      select x.organization_id, app_private.merchant_family(x.merchant_name), x.category_id, sum(x.k)
+        from (%s) x
+       where x.status in ('confirmed', 'synced', 'reconciled') and x.category_id is not null
+         and app_private.merchant_family(x.merchant_name) <> ''
+       group by 1, 2, 3 having sum(x.k) <> 0
+       order by 1, 2, 3
+      on conflict (organization_id, merchant, category_id) do update set confirmations = t.confirmations + excluded.confirmations
+  $q$, v_rows);
+  return null;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__reconciled()
  RETURNS trigger
  LANGUAGE plpgsql
@@ -5139,7 +5623,7 @@ begin
      (old.organization_id, old.event_type, old.direction, old.merchant_name, old.functional_amount, old.functional_currency,
       old.transaction_date, old.memo, old.category_id, old.payment_account_id, old.tax_amount, old.tax_account_id,
       old.tax_code, old.journal_entry_id, old.reference, old.splits, old.contact_id)
-     or new.status not in ('reconciled', 'confirmed', 'ignored')
+     or new.status not in ('reconciled', 'confirmed', 'synced', 'ignored')
      -- Ignored only by a reversal, which keeps the entry and adds its opposite.
      or (new.status = 'ignored' and (old.reversal_entry_id is not null or new.reversal_entry_id is null)) then
     perform app_private.fail('Event is reconciled.');
@@ -5591,6 +6075,24 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.apply_category_rule(organization_id uuid, category_rule_id uuid)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  r app_public.category_rules;
+  n integer;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  select * into r from app_public.category_rules x
+   where x.organization_id = apply_category_rule.organization_id and x.id = category_rule_id for no key update;
+  if not found then perform app_private.fail('Category rule not found.', 'AP404'); end if;
+  n := app_private.apply_rule(r, false);
+  select * into r from app_public.category_rules x where x.id = r.id;
+  return jsonb_build_object('success', true, 'error', null, 'appliedCount', n, 'categoryRule', app_private.category_rule_json(r));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.apply_ledger_event_to_documents(organization_id uuid, event_id uuid, allocations jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -5827,9 +6329,10 @@ begin
   select * into e from app_public.ledger_events x where x.id = event_id for update;
   if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
   if e.status in ('confirmed', 'synced', 'reconciled') then perform app_private.fail('Event is already confirmed.'); end if;
-  if e.status not in ('needs_review', 'pending') then
-    perform app_private.fail('Only events in needs_review or pending can be confirmed.');
+  if e.status = 'pending' then
+    perform app_private.fail('A pending event cannot be confirmed: it is settled when the bank posts it.');
   end if;
+  if e.status <> 'needs_review' then perform app_private.fail('Only events in needs_review can be confirmed.'); end if;
   if e.category_id is null or e.payment_account_id is null then
     perform app_private.fail('Category and payment account are required to confirm.');
   end if;
@@ -5889,20 +6392,26 @@ CREATE OR REPLACE FUNCTION app_public.create_bill(organization_id uuid, contact_
 AS $function$ select app_private.create_document(organization_id, 'bill', contact_id, number, issue_date, due_date, lines, memo) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_public.create_category_rule(organization_id uuid, vendor_pattern text, category_id uuid)
+CREATE OR REPLACE FUNCTION app_public.create_category_rule(organization_id uuid, vendor_pattern text, category_id uuid DEFAULT NULL::uuid, priority integer DEFAULT NULL::integer, direction text DEFAULT NULL::text, amount_min text DEFAULT NULL::text, amount_max text DEFAULT NULL::text, payment_account_id uuid DEFAULT NULL::uuid, contact_id uuid DEFAULT NULL::uuid, tax_code text DEFAULT NULL::text, splits jsonb DEFAULT NULL::jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
 declare r app_public.category_rules;
 begin
   perform app_private.assert_org_access(organization_id, false);
+  r.organization_id := create_category_rule.organization_id;
+  r.priority := 100;
+  if vendor_pattern is null then perform app_private.fail('Vendor pattern is required.'); end if;
+  r := app_private.checked_rule(r, vendor_pattern, category_id, priority, direction, amount_min, amount_max,
+    payment_account_id, contact_id, tax_code, splits);
   begin
-    insert into app_public.category_rules (organization_id, vendor_pattern, account_id)
-      values (create_category_rule.organization_id, app_private.check_vendor_pattern(vendor_pattern),
-              app_private.rule_account(create_category_rule.organization_id, category_id))
+    insert into app_public.category_rules (organization_id, vendor_pattern, account_id, priority, direction, amount_min,
+        amount_max, payment_account_id, contact_id, tax_code, splits)
+      values (r.organization_id, r.vendor_pattern, r.account_id, r.priority, r.direction, r.amount_min, r.amount_max,
+        r.payment_account_id, r.contact_id, r.tax_code, r.splits)
       returning * into r;
   exception when unique_violation then
-    perform app_private.fail('A category rule with this pattern already exists.');
+    perform app_private.fail('A category rule with this pattern and these conditions already exists.');
   end;
   -- Read again: the insert trigger has just classified matching events and counted them.
   select * into r from app_public.category_rules x where x.id = r.id;
@@ -5979,7 +6488,7 @@ declare
   v_date date;
   v_type text := coalesce(event_type, 'expense');
   v_category uuid := category_id;
-  v_rule uuid;
+  v_rule record;
   v_id uuid;
 begin
   perform app_private.assert_org_access(organization_id, false);
@@ -5996,24 +6505,21 @@ begin
     perform app_private.check_payment_account(payment_account_id);
     if payment_account_id = v_category then perform app_private.fail('Category and payment account must differ.'); end if;
   end if;
-  if v_category is null then
-    -- Behavior rule 10: the best matching category rule, when its account is usable for this event.
-    select r.id, r.account_id into v_rule, v_category
-      from app_public.category_rules r
-      join app_public.accounts a on a.id = r.account_id
-     where r.id = app_private.best_category_rule(create_ledger_event.organization_id, v_merchant)
-       and a.active and app_private.category_fits(v_type, a.classification)
-       and a.id is distinct from payment_account_id;
-    if v_rule is not null then
-      update app_public.category_rules set match_count = match_count + 1 where id = v_rule;
-    end if;
+  v_id := app_private.uuid_v7();
+  -- Behavior rule 10: without a category, the rule for the event (rule_classifications) classifies
+  -- it. (Asked about no event when a category is given: the record still gets its fields, null.)
+  select * into v_rule from app_private.rule_classifications(create_ledger_event.organization_id,
+    case when v_category is null then array[row(v_id, v_merchant, app_private.direction_for(v_type), v_amount,
+      payment_account_id, v_type, v_date, null)::app_private.rule_subject] else '{}' end);
+  if v_rule.rule_id is not null then
+    update app_public.category_rules set match_count = match_count + 1 where id = v_rule.rule_id;
   end if;
-  insert into app_public.ledger_events (organization_id, event_type, direction, merchant_name, functional_amount,
-      functional_currency, transaction_date, category_id, payment_account_id)
-    select create_ledger_event.organization_id, v_type, app_private.direction_for(v_type), v_merchant, v_amount,
-      o.functional_currency, v_date, v_category, payment_account_id
-      from app_public.organizations o where o.id = create_ledger_event.organization_id
-    returning id into v_id;
+  insert into app_public.ledger_events (id, organization_id, event_type, direction, merchant_name, functional_amount,
+      functional_currency, transaction_date, category_id, payment_account_id, splits, tax_amount, tax_code, tax_account_id, contact_id)
+    select v_id, create_ledger_event.organization_id, v_type, app_private.direction_for(v_type), v_merchant, v_amount,
+      o.functional_currency, v_date, coalesce(v_category, v_rule.category_id), payment_account_id, v_rule.splits,
+      v_rule.tax_amount, v_rule.tax_code, v_rule.tax_account_id, v_rule.contact_id
+      from app_public.organizations o where o.id = create_ledger_event.organization_id;
   perform app_private.record_webhook_event(organization_id, 'ledger_event.created', v_id);
   return jsonb_build_object('success', true, 'error', null, 'eventId', v_id);
 end $function$
@@ -6225,7 +6731,7 @@ begin
   perform app_private.check_statement_size(rows);
   r := app_private.import_bank_statement(organization_id, payment_account_id, currency, rows);
   return jsonb_build_object('success', true, 'error', null, 'importedCount', r -> 'importedCount',
-    'skippedCount', r -> 'skippedCount', 'batchId', r -> 'batchId');
+    'skippedCount', r -> 'skippedCount', 'settledCount', r -> 'settledCount', 'batchId', r -> 'batchId');
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -6252,6 +6758,59 @@ begin
     into r
     from app_private.period_totals(organization_id, period);
   return r;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.ledger_changes(organization_id uuid, after text DEFAULT NULL::text, "limit" integer DEFAULT NULL::integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  v_limit integer := app_private.page_size("limit");
+  v_txid bigint := 0;
+  v_id bigint := 0;
+  v_horizon bigint := pg_snapshot_xmin(pg_current_snapshot())::text::bigint;
+  v_oldest text;
+  v_page jsonb;
+  v_count integer;
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  if after is not null then
+    if after ~ '^[0-9]{1,18}\.[0-9]{1,18}$' then
+      v_txid := split_part(after, '.', 1)::bigint;
+      v_id := split_part(after, '.', 2)::numeric;
+    end if;
+    if not exists (select 1 from app_public.ledger_change_feed c
+                    where c.organization_id = ledger_changes.organization_id and c.txid = v_txid and c.id = v_id
+                      and c.at >= now() - app_private.ledger_changes_retention()) then
+      select app_private.change_cursor(c.txid, c.id) into v_oldest from app_public.ledger_change_feed c
+       where c.organization_id = ledger_changes.organization_id and c.at >= now() - app_private.ledger_changes_retention()
+       order by c.txid, c.id limit 1;
+      perform app_private.fail(case when v_oldest is null
+        then 'The cursor is unknown or has expired (changes are kept 30 days), and no change is kept: read again without after.'
+        else format('The cursor is unknown or has expired (changes are kept 30 days). The oldest valid cursor is %s; read again without after to start from the oldest change kept.', v_oldest) end);
+    end if;
+  end if;
+  with page as (
+    select c.txid, c.id, c.event_id, c.kind, c.at
+      from app_public.ledger_change_feed c
+     where c.organization_id = ledger_changes.organization_id and (c.txid, c.id) > (v_txid, v_id) and c.txid < v_horizon
+       and c.at >= now() - app_private.ledger_changes_retention()
+     order by c.txid, c.id
+     limit v_limit + 1
+  ), numbered as (
+    select p.*, row_number() over (order by p.txid, p.id) rn from page p
+  )
+  select coalesce(jsonb_agg(jsonb_build_object('cursor', app_private.change_cursor(n.txid, n.id), 'eventId', n.event_id,
+           'kind', n.kind, 'at', app_private.iso(n.at), 'event', app_private.ledger_event_json_by_id(n.event_id)) order by n.rn)
+           filter (where n.rn <= v_limit), '[]'),
+         count(*)
+    into v_page, v_count
+    from numbered n;
+  return jsonb_build_object('changes', v_page,
+    'nextCursor', coalesce(v_page -> -1 ->> 'cursor', after),
+    'hasMore', v_count > v_limit);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -6394,10 +6953,10 @@ begin
   lim := app_private.page_size("limit");
   off := app_private.page_offset("offset");
   dir := app_private.sort_dir(sort_dir, 'asc');
-  perform app_private.check_sort_by(sort_by, array['vendorPattern', 'matchCount', 'created', 'updated']);
+  perform app_private.check_sort_by(sort_by, array['vendorPattern', 'matchCount', 'created', 'updated', 'priority']);
   key := case coalesce(sort_by, 'vendorPattern')
     when 'vendorPattern' then 'f.lpattern' when 'matchCount' then '(f.r).match_count'
-    when 'created' then '(f.r).created' when 'updated' then '(f.r).updated' end;
+    when 'created' then '(f.r).created' when 'updated' then '(f.r).updated' when 'priority' then '(f.r).priority' end;
   execute format($q$
     with f as (
       select r, lower(r.vendor_pattern) as lpattern
@@ -6799,6 +7358,75 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_public.mark_ledger_events_synced(organization_id uuid, event_ids jsonb, external_system text, external_ids jsonb)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+AS $function$
+declare
+  max_events constant integer := 500;
+  v_ids uuid[];
+  v_refs text[];
+  v_system text := app_private.clean_text(external_system);
+  v_problem text;
+  v_already uuid[];
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  perform set_config('app.audit_action', 'sync', true);
+  v_ids := app_private.uuid_list(event_ids, 'eventIds');
+  if jsonb_typeof(external_ids) is distinct from 'array'
+     or exists (select 1 from jsonb_array_elements(external_ids) x where jsonb_typeof(x) <> 'string') then
+    perform app_private.fail('externalIds must be a list of strings.');
+  end if;
+  select array_agg(app_private.clean_text(x #>> '{}') order by i) into v_refs from jsonb_array_elements(external_ids) with ordinality t (x, i);
+  if coalesce(array_length(v_ids, 1), 0) = 0 then perform app_private.fail('eventIds must list at least one event.'); end if;
+  if array_length(v_ids, 1) > max_events then perform app_private.fail(format('At most %s events per call.', max_events)); end if;
+  if array_length(v_ids, 1) is distinct from array_length(v_refs, 1) then
+    perform app_private.fail('eventIds and externalIds must have the same length: the i-th id is the i-th event''s.');
+  end if;
+  if v_system is null or length(v_system) not between 1 and 100 then
+    perform app_private.fail('externalSystem must be 1 to 100 characters.');
+  end if;
+  if exists (select 1 from unnest(v_refs) r where r is null or length(r) not between 1 and 255) then
+    perform app_private.fail('Each external id must be 1 to 255 characters.');
+  end if;
+  if (select count(distinct i) from unnest(v_ids) i) <> array_length(v_ids, 1) then
+    perform app_private.fail('Each event at most once in eventIds.');
+  end if;
+  if (select count(distinct r) from unnest(v_refs) r) <> array_length(v_refs, 1) then
+    perform app_private.fail('Each external id at most once in externalIds.');
+  end if;
+  -- In id order, as every writer of several events locks them.
+  perform 1 from app_public.ledger_events e where e.id = any (v_ids) order by e.id for no key update;
+  select format(case when e.id is null then 'Ledger event %s not found.' else 'Event %s is %s: only confirmed events can be marked synced.' end,
+                i.id, replace(e.status, '_', ' '))
+    into v_problem
+    from unnest(v_ids) with ordinality i (id, n)
+    left join app_public.ledger_events e on e.id = i.id
+   where e.id is null or e.status not in ('confirmed', 'synced', 'reconciled')
+   order by i.n limit 1;
+  if v_problem is not null then perform app_private.fail(v_problem); end if;
+  select format('External id %s of %s is already on event %s.', x.external_id, v_system, x.event_id) into v_problem
+    from unnest(v_ids, v_refs) t (id, ref)
+    join app_public.ledger_event_external_refs x
+      on x.organization_id = mark_ledger_events_synced.organization_id and x.external_system = v_system
+     and x.external_id = t.ref and x.event_id <> t.id
+   limit 1;
+  if v_problem is not null then perform app_private.fail(v_problem); end if;
+
+  select coalesce(array_agg(e.id), '{}') into v_already from app_public.ledger_events e
+   where e.id = any (v_ids) and e.status in ('synced', 'reconciled');
+  insert into app_public.ledger_event_external_refs as x (organization_id, event_id, external_system, external_id)
+    select mark_ledger_events_synced.organization_id, t.id, v_system, t.ref from unnest(v_ids, v_refs) t (id, ref) order by t.id
+    on conflict on constraint ledger_event_external_refs_pkey do update set external_id = excluded.external_id, synced_at = now();
+  update app_public.ledger_events e set status = 'synced' where e.id = any (v_ids) and e.status = 'confirmed';
+  -- An event already synced or reconciled changes no field of its own: its new id is still a change.
+  insert into app_public.ledger_change_feed (organization_id, event_id, kind)
+    select mark_ledger_events_synced.organization_id, a.id, 'synced' from unnest(v_already) a (id) order by a.id;
+  return jsonb_build_object('success', true, 'error', null, 'syncedCount', array_length(v_ids, 1),
+    'events', (select jsonb_agg(app_private.ledger_event_json_by_id(i) order by o) from unnest(v_ids) with ordinality t (i, o)));
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_public.my_organizations()
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -6816,6 +7444,44 @@ begin
     where (key_id is not null and o.id = (select k.organization_id from app_public.api_keys k where k.id = key_id))
        or (key_id is null and o.id in (select m.organization_id from app_public.memberships m where m.user_id = uid))
   ), '[]'::jsonb);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_public.preview_category_rule(organization_id uuid, category_rule_id uuid DEFAULT NULL::uuid, vendor_pattern text DEFAULT NULL::text, category_id uuid DEFAULT NULL::uuid, priority integer DEFAULT NULL::integer, direction text DEFAULT NULL::text, amount_min text DEFAULT NULL::text, amount_max text DEFAULT NULL::text, payment_account_id uuid DEFAULT NULL::uuid, contact_id uuid DEFAULT NULL::uuid, tax_code text DEFAULT NULL::text, splits jsonb DEFAULT NULL::jsonb, "limit" integer DEFAULT NULL::integer)
+ RETURNS jsonb
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+declare
+  r app_public.category_rules;
+  v_limit integer := app_private.page_size("limit");
+begin
+  perform app_private.assert_org_access(organization_id, false);
+  if category_rule_id is not null then
+    select * into r from app_public.category_rules x
+     where x.organization_id = preview_category_rule.organization_id and x.id = category_rule_id;
+    if not found then perform app_private.fail('Category rule not found.', 'AP404'); end if;
+  else
+    if vendor_pattern is null then perform app_private.fail('Vendor pattern is required.'); end if;
+    r.id := gen_random_uuid();
+    r.organization_id := preview_category_rule.organization_id;
+    r.priority := 100;
+    r.created := now();
+  end if;
+  r := app_private.checked_rule(r, vendor_pattern, category_id, priority, direction, amount_min, amount_max,
+    payment_account_id, contact_id, tax_code, splits);
+  return (
+    with c as (select * from app_private.rule_changes(r, false))
+    select jsonb_build_object('totalCount', (select count(*) from c), 'changes', coalesce((
+      select jsonb_agg(x.change order by x.transaction_date desc, x.id desc) from (
+        select e.transaction_date, e.id, jsonb_build_object('event', app_private.ledger_event_json_by_id(e.id),
+            'after', jsonb_build_object(
+              'category', (select jsonb_build_object('id', a.id, 'name', a.name) from app_public.accounts a where a.id = c.category_id),
+              'splits', case when c.splits is null then '[]'::jsonb else app_private.splits_json(c.splits) end,
+              'taxCode', c.tax_code, 'taxAmount', app_private.money(c.tax_amount),
+              'contact', (select jsonb_build_object('id', k.id, 'displayName', k.display_name) from app_public.contacts k where k.id = c.contact_id))) change
+          from c join app_public.ledger_events e on e.id = c.event_id
+         order by e.transaction_date desc, e.id desc limit v_limit) x), '[]')));
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -6937,6 +7603,7 @@ begin
   if e.reversal_entry_id is not null then perform app_private.fail('Event is already reversed.'); end if;
   if e.status = 'ignored' then perform app_private.fail('Event is already rejected.'); end if;
   if e.status = 'reconciled' then perform app_private.fail('Event is reconciled.'); end if;
+  if e.status = 'synced' then perform app_private.fail('Event is synced: a synced event is changed only by reversal.'); end if;
   -- A payment's documents are owed again; they are locked before the journal, as payments lock them.
   perform app_private.release_allocations(e.id);
   -- A posted entry is voided: kept for audit, out of every report.
@@ -7202,8 +7869,10 @@ begin
   -- In id order, as every writer of several events locks them.
   perform 1 from app_public.ledger_events e join app_public.reconciliation_clearings c on c.event_id = e.id
    where c.reconciliation_id = r.id order by e.id for no key update of e;
-  -- Back to confirmed unless the other side of a transfer stays reconciled.
-  update app_public.ledger_events e set status = 'confirmed'
+  -- Back to confirmed (synced, when exported) unless the other side of a transfer stays reconciled.
+  update app_public.ledger_events e
+     set status = case when exists (select 1 from app_public.ledger_event_external_refs x where x.event_id = e.id)
+                       then 'synced' else 'confirmed' end
     from app_public.reconciliation_clearings c
    where c.reconciliation_id = r.id and e.id = c.event_id and e.status = 'reconciled'
      and not exists (select 1 from app_public.reconciliation_clearings k join app_public.reconciliations o on o.id = k.reconciliation_id
@@ -7296,7 +7965,7 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_public.update_category_rule(organization_id uuid, category_rule_id uuid, vendor_pattern text DEFAULT NULL::text, category_id uuid DEFAULT NULL::uuid)
+CREATE OR REPLACE FUNCTION app_public.update_category_rule(organization_id uuid, category_rule_id uuid, vendor_pattern text DEFAULT NULL::text, category_id uuid DEFAULT NULL::uuid, priority integer DEFAULT NULL::integer, direction text DEFAULT NULL::text, amount_min text DEFAULT NULL::text, amount_max text DEFAULT NULL::text, payment_account_id uuid DEFAULT NULL::uuid, contact_id uuid DEFAULT NULL::uuid, tax_code text DEFAULT NULL::text, splits jsonb DEFAULT NULL::jsonb)
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
@@ -7306,14 +7975,16 @@ begin
   select * into r from app_public.category_rules x
    where x.organization_id = update_category_rule.organization_id and x.id = category_rule_id for no key update;
   if not found then perform app_private.fail('Category rule not found.', 'AP404'); end if;
-  if vendor_pattern is not null then r.vendor_pattern := app_private.check_vendor_pattern(vendor_pattern); end if;
-  if category_id is not null then r.account_id := app_private.rule_account(r.organization_id, category_id); end if;
+  r := app_private.checked_rule(r, vendor_pattern, category_id, priority, direction, amount_min, amount_max,
+    payment_account_id, contact_id, tax_code, splits);
   begin
-    update app_public.category_rules x set vendor_pattern = r.vendor_pattern, account_id = r.account_id
+    update app_public.category_rules x set vendor_pattern = r.vendor_pattern, account_id = r.account_id, priority = r.priority,
+        direction = r.direction, amount_min = r.amount_min, amount_max = r.amount_max, payment_account_id = r.payment_account_id,
+        contact_id = r.contact_id, tax_code = r.tax_code, splits = r.splits
      where x.organization_id = r.organization_id and x.id = r.id
      returning * into r;
   exception when unique_violation then
-    perform app_private.fail('A category rule with this pattern already exists.');
+    perform app_private.fail('A category rule with this pattern and these conditions already exists.');
   end;
   return jsonb_build_object('success', true, 'error', null, 'categoryRule', app_private.category_rule_json(r));
 end $function$
@@ -7670,11 +8341,23 @@ CREATE TRIGGER _500_counts_insert AFTER INSERT ON app_public.ledger_events REFER
 
 CREATE TRIGGER _500_counts_update AFTER UPDATE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__counts();
 
+CREATE TRIGGER _510_merchant_counts_delete AFTER DELETE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__merchant_counts();
+
+CREATE TRIGGER _510_merchant_counts_insert AFTER INSERT ON app_public.ledger_events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__merchant_counts();
+
+CREATE TRIGGER _510_merchant_counts_update AFTER UPDATE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__merchant_counts();
+
 CREATE TRIGGER _800_audit_delete AFTER DELETE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__audit();
 
 CREATE TRIGGER _800_audit_insert AFTER INSERT ON app_public.ledger_events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__audit();
 
 CREATE TRIGGER _800_audit_update AFTER UPDATE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__audit();
+
+CREATE TRIGGER _820_changes_delete AFTER DELETE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__changes();
+
+CREATE TRIGGER _820_changes_insert AFTER INSERT ON app_public.ledger_events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__changes();
+
+CREATE TRIGGER _820_changes_update AFTER UPDATE ON app_public.ledger_events REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__changes();
 
 CREATE TRIGGER _900_rematch_receipts_insert AFTER INSERT ON app_public.ledger_events REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION app_private.tg_ledger_events__rematch_receipts();
 
@@ -7753,6 +8436,10 @@ policy journal_lines_tenant on app_public.journal_lines for all to public
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
 
+policy ledger_change_feed_tenant on app_public.ledger_change_feed for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
 policy ledger_event_audit_append on app_public.ledger_event_audit for insert to public
   with check (organization_id = app_public.current_organization_id());
 
@@ -7763,11 +8450,19 @@ policy ledger_event_daily_counts_tenant on app_public.ledger_event_daily_counts 
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
 
+policy ledger_event_external_refs_tenant on app_public.ledger_event_external_refs for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
 policy ledger_events_tenant on app_public.ledger_events for all to public
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
 
 policy memberships_tenant on app_public.memberships for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy merchant_category_counts_tenant on app_public.merchant_category_counts for all to public
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
 

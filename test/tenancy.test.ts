@@ -72,6 +72,9 @@ beforeAll(async () => {
     expect(split.body.data.updateStagedEntry).toMatchObject({ success: true });
     expect((await h.gql("mutation($o: UUID!, $e: UUID!) { confirmLedgerEvent(organizationId: $o, eventId: $e) { success } }",
       { o: t.organizationId, e: taxedId }, t.apiKey)).body.data.confirmLedgerEvent).toMatchObject({ success: true });
+    // Integrations: the purchase exported with its id there (the confirms above fed the change feed and the merchants' counts).
+    expect((await h.gql(`mutation($o: UUID!, $e: UUID!) { markLedgerEventsSynced(organizationId: $o, eventIds: [$e], externalSystem: "quickbooks",
+      externalIds: ["QB-1"]) { success error } }`, { o: t.organizationId, e: taxedId }, t.apiKey)).body.data.markLedgerEventsSynced).toMatchObject({ success: true });
     // Closing: a reconciliation of chequing with the event ticked.
     const started = await h.gql(`mutation($o: UUID!, $p: UUID!) { startReconciliation(organizationId: $o, paymentAccountId: $p,
       statementDate: "2026-01-31", closingBalance: "-5.00") { reconciliation { id } } }`, { o: t.organizationId, p: chequing }, t.apiKey);
