@@ -117,10 +117,10 @@ describe("category rules", () => {
     const first = await gql(CREATE_RULE, { p: "Caf\u00e9 Central%", c: acc["Cost of Goods Sold"] }, "createCategoryRule");
     expect(first).toMatchObject({ success: true, categoryRule: { vendorPattern: "Caf\u00e9 Central%" } });
     expect(await gql(CREATE_RULE, { p: "Cafe\u0301 Central%", c: acc["Bank Fees & Charges"] }, "createCategoryRule"))
-      .toEqual({ success: false, error: "A category rule with this pattern already exists.", categoryRule: null });
+      .toEqual({ success: false, error: "A category rule with this pattern and these conditions already exists.", categoryRule: null });
     const other = await gql(CREATE_RULE, { p: "Other Vendor%", c: acc["Cost of Goods Sold"] }, "createCategoryRule");
     expect(await gql(UPDATE_RULE, { id: other.categoryRule.id, p: "CAFE\u0301 central%" }, "updateCategoryRule"))
-      .toEqual({ success: false, error: "A category rule with this pattern already exists.", categoryRule: null });
+      .toEqual({ success: false, error: "A category rule with this pattern and these conditions already exists.", categoryRule: null });
     const page = await gql(LIST_RULES, { search: "Cafe\u0301" }, "listCategoryRules");
     expect(page.items.map((r: { vendorPattern: string }) => r.vendorPattern)).toEqual(["Caf\u00e9 Central%"]);
   });
