@@ -1,6 +1,6 @@
 -- Bench data for `npm run bench -- ledger`: one organization, :events events over three years
 -- (about 80% confirmed), set-based (generate_series), triggers off while loading; the derived
--- tables (journal, daily totals, daily counts) are then computed in bulk, exactly as the triggers
+-- tables (journal, daily totals, daily counts, merchant counts, the change feed) are then computed in bulk, exactly as the triggers
 -- would have kept them. Variables: :org (organization id), :events (count).
 set session_replication_role = replica;  -- no triggers (and so no FK checks) while loading
 select setseed(0.42);
@@ -76,7 +76,23 @@ insert into app_public.ledger_event_daily_counts (organization_id, day, status, 
   select organization_id, transaction_date, status, count(*)
     from app_public.ledger_events where organization_id = :'org' group by 1, 2, 3;
 
+-- What confirmed events tell the suggestions (merchant_category_counts), as the trigger keeps it.
+insert into app_public.merchant_category_counts (organization_id, merchant, category_id, confirmations)
+  select organization_id, app_private.merchant_family(merchant_name), category_id, count(*)
+    from app_public.ledger_events
+   where organization_id = :'org' and status in ('confirmed', 'synced', 'reconciled') and category_id is not null
+   group by 1, 2, 3;
+-- The change feed as an integration finds it after the books came in within the last 30 days: each
+-- event's creation and, when confirmed, its confirmation; 40 changes to a transaction.
+insert into app_public.ledger_change_feed (organization_id, txid, event_id, kind, at)
+  select :'org', 1000 + (2 * e.n + x.k) / 40, e.id, x.kind, now() - interval '29 days' + (2 * e.n + x.k) * interval '1 millisecond'
+    from bench_events e
+    cross join lateral (values (0, 'created'), (1, 'confirmed')) x (k, kind)
+   where x.k = 0 or e.status = 'confirmed'
+   order by 2, e.n, x.k;
+
 set session_replication_role = origin;
+vacuum analyze app_public.ledger_change_feed;
 vacuum analyze app_public.ledger_events;
 vacuum analyze app_public.journal_entries;
 vacuum analyze app_public.journal_lines;

@@ -7,7 +7,8 @@ import { benchDatabase, databaseUrl, generateLedger, latencyRow, startServer, wi
  * 1,000,000) over three years, about 80% confirmed, generated set-based by bench/ledger-data.sql.
  * Then, against the service in its own process: p50/p95 of listLedgerEvents (default page, and a
  * page filtered by status + date range + search), getLedgerEvent, dashboardSummary and
- * incomeStatement for one year (sequential requests), and confirmLedgerEvent throughput with 10
+ * incomeStatement for one year, an event's suggestion from history, ledgerChanges pages of 200 over
+ * the change feed (sequential requests), and confirmLedgerEvent throughput with 10
  * concurrent clients. Finally EXPLAIN ANALYZE of the statements inside the list and report
  * functions (auto_explain, nested statements). balanceSheet and trialBalance (the closing reports,
  * from the daily totals) are measured as of today and as of a day in the past year.
@@ -46,10 +47,16 @@ export async function run(args: string[]) {
   const daysAgo = (n: number) => new Date(today.getTime() - n * 86400_000).toISOString().slice(0, 10);
   const sampleIds: string[] = (await owner.query(
     "select id from app_public.ledger_events where organization_id = $1 order by md5(id::text) limit 300", [org])).rows.map((r) => r.id);
+  const waitingIds: string[] = (await owner.query(
+    `select id from app_public.ledger_events where organization_id = $1 and status = 'needs_review' and category_id is null
+      order by md5(id::text) limit 300`, [org])).rows.map((r) => r.id);
   const toConfirm: string[] = (await owner.query(
     `select id from app_public.ledger_events where organization_id = $1 and status = 'needs_review'
        and category_id is not null and payment_account_id is not null order by md5(id::text) limit 6000`, [org])).rows.map((r) => r.id);
 
+  // Cursors spread over the change feed (each page read after one of them).
+  const feedCursors: string[] = (await owner.query(`select txid::text || '.' || id::text c from app_public.ledger_change_feed
+     where organization_id = $1 order by md5(id::text) limit 300`, [org])).rows.map((r) => r.c);
   const server = await startServer(dbUrl, { PG_POOL_MAX: "20" });
   const results: string[] = [];
   try {
@@ -75,9 +82,14 @@ export async function run(args: string[]) {
       ["listLedgerEvents, status + 1-month date range + search", (i) => [LIST, {
         org, status: ["needs_review", "confirmed"], dateFrom: daysAgo(60 + (i % 300)), dateTo: daysAgo(30 + (i % 300)), search: "staples" }]],
       ["getLedgerEvent", (i) => [`query($org: UUID!, $id: UUID!) { getLedgerEvent(organizationId: $org, eventId: $id) { ${ITEM} } }`, { org, id: sampleIds[i % sampleIds.length] }]],
+      ["getLedgerEvent, waiting for review with no category (a suggestion)", (i) => [`query($org: UUID!, $id: UUID!) { getLedgerEvent(organizationId: $org, eventId: $id) { ${ITEM} suggestedCategory { account { id name } confidence basis } } }`, { org, id: waitingIds[i % waitingIds.length] }]],
+      ["listLedgerEvents, needs_review (25, with suggestions)", () => [`query($org: UUID!) { listLedgerEvents(organizationId: $org, status: ["needs_review"]) { items { ${ITEM} suggestedCategory { account { id } confidence basis } } totalCount } }`, { org }]],
       ["dashboardSummary, one year", () => [`query($org: UUID!, $s: Date, $e: Date) { dashboardSummary(organizationId: $org, startDate: $s, endDate: $e) { totalRevenue totalExpenses netIncome receiptCount unreviewedCount } }`, { org, s: daysAgo(365), e: daysAgo(0) }]],
       ["incomeStatement, one year", () => [`query($org: UUID!, $s: Date, $e: Date) { incomeStatement(organizationId: $org, startDate: $s, endDate: $e) { incomeAccounts { accountId accountName total } expenseAccounts { accountId accountName total } totalIncome totalExpenses netIncome } }`, { org, s: daysAgo(365), e: daysAgo(0) }]],
       ["accountBalances", () => [`query($org: UUID!) { accountBalances(organizationId: $org) { accountId accountName balance } }`, { org }]],
+      ["ledgerChanges, a page of 200 after a cursor (of 1.8M changes)", (i) => [`query($org: UUID!, $after: String) {
+        ledgerChanges(organizationId: $org, after: $after, limit: 200) { nextCursor hasMore changes { cursor eventId kind at event { ${ITEM} } } } }`,
+        { org, after: feedCursors[i % feedCursors.length] }]],
       ...salesTax,
     ];
     const BALANCE_SHEET = `query($org: UUID!, $asOf: Date) { balanceSheet(organizationId: $org, asOf: $asOf) { asOf fiscalYearStart
