@@ -1457,49 +1457,52 @@ begin
              (select array_agg(s.amount) from pg_temp.statement_rows s)) c;
   analyze pg_temp.statement_candidates;
 
-  -- 0. Pending events settled by their posted rows.
-  update pg_temp.statement_rows s set event_id = p.event_id, settles = true
-    from app_private.pending_settlements(org, payment_account) p
-   where s.row_index = p.row_index;
 
   -- 1. References: the k-th row of a reference takes the k-th event of it on this account.
   with r as (
-    select s.row_index, s.reference, row_number() over (partition by s.reference order by s.row_index) k
-      from pg_temp.statement_rows s where s.reference is not null and not s.settles
+    select s.row_index, s.reference, s.pending, row_number() over (partition by s.reference, s.pending order by s.row_index) k
+      from pg_temp.statement_rows s where s.reference is not null
   ), e as (
-    select e.id, e.reference, row_number() over (partition by e.reference order by e.created, e.id) k
+    select e.id, e.reference, x.waiting, row_number() over (partition by e.reference, x.waiting order by e.created, e.id) k
       from app_public.ledger_events e
+      cross join lateral (select e.status = 'pending' or e.status = 'ignored' and app_private.expired_pending(org, e.id) waiting) x
      where e.organization_id = org and e.payment_account_id = payment_account
        and e.reference in (select s.reference from pg_temp.statement_rows s where s.reference is not null)
-       and not exists (select 1 from pg_temp.statement_rows t where t.settles and t.event_id = e.id)
   )
+  -- A posted row is the duplicate of a posted event, a pending row of a pending one (a pending
+  -- event is settled by its posted row: step 3 below).
   update pg_temp.statement_rows s set event_id = e.id, full_match = true
-    from r join e on e.reference = r.reference and e.k = r.k
+    from r join e on e.reference = r.reference and e.k = r.k and e.waiting = r.pending
    where s.row_index = r.row_index;
 
   -- 2. Same day, amount, direction and merchant. Rows with a reference go first, to events
   -- without one (their only possible partners); rows without a reference take any event left.
   foreach v_with_reference in array array[true, false] loop
     with e as (
-      select c.id, c.transaction_date, c.functional_amount, c.direction, c.merchant_key,
-             row_number() over (partition by c.transaction_date, c.functional_amount, c.direction, c.merchant_key
+      select c.id, c.transaction_date, c.functional_amount, c.direction, c.merchant_key, c.waiting,
+             row_number() over (partition by c.transaction_date, c.functional_amount, c.direction, c.merchant_key, c.waiting
                                 order by c.created, c.id) k
         from pg_temp.statement_candidates c
        where not exists (select 1 from pg_temp.statement_rows t where t.event_id = c.id)
          and (not v_with_reference or c.reference is null)
     ), r as (
-      select s.row_index, s.transaction_date, s.amount, s.direction, s.merchant_key,
-             row_number() over (partition by s.transaction_date, s.amount, s.direction, s.merchant_key order by s.row_index) k
+      select s.row_index, s.transaction_date, s.amount, s.direction, s.merchant_key, s.pending,
+             row_number() over (partition by s.transaction_date, s.amount, s.direction, s.merchant_key, s.pending order by s.row_index) k
         from pg_temp.statement_rows s
        where s.event_id is null and (s.reference is not null) = v_with_reference
     )
     update pg_temp.statement_rows s set event_id = e.id, full_match = true
-      from r join e on (e.transaction_date, e.functional_amount, e.direction, e.merchant_key, e.k)
-                     = (r.transaction_date, r.amount, r.direction, r.merchant_key, r.k)
+      from r join e on (e.transaction_date, e.functional_amount, e.direction, e.merchant_key, e.k, e.waiting)
+                     = (r.transaction_date, r.amount, r.direction, r.merchant_key, r.k, r.pending)
      where s.row_index = r.row_index;
   end loop;
 
-  -- 3. Transfers into (or out of) this account booked on another: a date window, not an equal
+  -- 3. Posted rows still unmatched settle the account's pending events (pending_settlements).
+  update pg_temp.statement_rows s set event_id = p.event_id, settles = true
+    from app_private.pending_settlements(org, payment_account) p
+   where s.row_index = p.row_index;
+
+  -- 4. Transfers into (or out of) this account booked on another: a date window, not an equal
   -- key, so the pairs are taken greedily, each row its nearest event. Few rows get here.
   for v_pairs in
     select s.row_index, e.id
@@ -1522,7 +1525,7 @@ begin
     from unnest(v_rows_taken, v_events_taken) t (row_index, id)
    where s.row_index = t.row_index;
 
-  -- 4. Possible matches: same day, amount and direction, another merchant; an event not taken by
+  -- 5. Possible matches: same day, amount and direction, another merchant; an event not taken by
   -- a full match first. Flagged only: the row is imported. (A further copy of a row whose events
   -- are all taken is no possible match: its merchant is the same, it is simply one more.)
   update pg_temp.statement_rows s set event_id = p.id
@@ -1856,7 +1859,7 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.checked_rule(r app_public.category_rules, vendor_pattern text, category_id uuid, priority integer, direction text, amount_min text, amount_max text, payment_account_id uuid, contact_id uuid, tax_code text, splits jsonb)
+CREATE OR REPLACE FUNCTION app_private.checked_rule(r app_public.category_rules, vendor_pattern text, category_id uuid, priority integer, direction text, amount_min text, amount_max text, payment_account_id uuid, contact_id uuid, tax_code text, splits jsonb, clear_payment_account boolean DEFAULT false, clear_contact boolean DEFAULT false)
  RETURNS app_public.category_rules
  LANGUAGE plpgsql
  STABLE
@@ -1872,7 +1875,9 @@ begin
   end if;
   if splits is not null then
     r.splits := app_private.checked_rule_splits(r.organization_id, splits);
-    r.account_id := app_private.largest_split_category(r.splits);
+    -- Shown as the rule's account: the largest share (the first of equals).
+    r.account_id := (select (l.v->>'category_id')::uuid from jsonb_array_elements(r.splits) with ordinality l (v, n)
+                      order by (l.v->>'percent')::numeric desc, l.n limit 1);
     r.tax_code := null;
   end if;
   if r.account_id is null then perform app_private.fail('categoryId or splits is required.'); end if;
@@ -1885,16 +1890,24 @@ begin
     r.direction := nullif(direction, '');
   end if;
   if amount_min is not null then
-    r.amount_min := case when amount_min = '' then null else app_private.parse_amount(amount_min, 'amountMin must be a decimal string.', true) end;
+    r.amount_min := case when amount_min = '' then null else app_private.parse_amount(amount_min, 'amountMin must be a decimal string of at least 0.', true) end;
   end if;
   if amount_max is not null then
-    r.amount_max := case when amount_max = '' then null else app_private.parse_amount(amount_max, 'amountMax must be a decimal string.', true) end;
+    r.amount_max := case when amount_max = '' then null else app_private.parse_amount(amount_max, 'amountMax must be a decimal string of at least 0.', true) end;
   end if;
   if r.amount_min > r.amount_max then perform app_private.fail('amountMin must not be above amountMax.'); end if;
+  if payment_account_id is not null and clear_payment_account then
+    perform app_private.fail('Give paymentAccountId or clearPaymentAccount, not both.');
+  end if;
   if payment_account_id is not null then
     perform app_private.check_payment_account(payment_account_id);
     r.payment_account_id := payment_account_id;
   end if;
+  if clear_payment_account then r.payment_account_id := null; end if;
+  if r.payment_account_id = r.account_id or r.payment_account_id in (select (l->>'category_id')::uuid from jsonb_array_elements(r.splits) l) then
+    perform app_private.fail('Category and payment account must differ.');
+  end if;
+  if clear_contact then r.contact_id := null; end if;
   if contact_id is not null then
     if not exists (select 1 from app_public.contacts k where k.organization_id = r.organization_id and k.id = contact_id) then
       perform app_private.fail('Contact not found.');
@@ -2453,6 +2466,12 @@ begin
            where e.organization_id = org and e.source = 'processor_import' and e.import_batch_id = any (v_batches))
     into n_events, n_entries, n_lines;
 
+  -- An exported event is changed only by reversal: its import stays (docs/api.md, The change feed).
+  if exists (select 1 from app_public.ledger_events e
+              where e.organization_id = org and e.source = 'processor_import' and e.import_batch_id = any (v_batches)
+                and e.status = 'synced') then
+    perform app_private.fail('The import holds synced events (exported to another system): reverse them instead of deleting the import.');
+  end if;
   if not dry_run then
     -- Each deleted row has its foreign keys checked by a query planned from the statistics; right
     -- after a large import they may not know its rows yet, and a check would then read all of the
@@ -2629,6 +2648,14 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.expired_pending(org uuid, event_id uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$ select exists (select 1 from app_public.ledger_event_audit a
+                   where a.organization_id = org and a.event_id = expired_pending.event_id and a.action = 'expire') $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.external_refs_json(event_id uuid)
  RETURNS jsonb
  LANGUAGE sql
@@ -2743,7 +2770,7 @@ begin
   ), settled as (
     -- The posted row's day and amount; a new amount leaves the classification to be done again.
     update app_public.ledger_events e set status = 'needs_review', transaction_date = m.transaction_date,
-        functional_amount = m.amount, reference = coalesce(e.reference, m.reference),
+        functional_amount = m.amount, reference = coalesce(m.reference, e.reference),
         category_id = case when e.functional_amount = m.amount then e.category_id end,
         splits = case when e.functional_amount = m.amount then e.splits end,
         tax_amount = case when e.functional_amount = m.amount then e.tax_amount end,
@@ -2775,6 +2802,11 @@ begin
          (select coalesce(jsonb_agg(app_private.duplicate_check_json(m.row_index, m.is_duplicate, m.is_possible_duplicate,
                   m.matching_event_id, m.settles_pending) order by m.row_index), '[]') from m)
     into v_imported, v_settled, v_total, v_results;
+  -- Each settling row settled its event: one changed meanwhile (expired, rejected) fails the import,
+  -- which is then made again, rather than leave the row neither imported nor settled.
+  if v_settled <> (select count(*) from jsonb_array_elements(v_results) r where (r->>'settlesPendingEvent')::boolean) then
+    perform app_private.fail('A pending event changed during the import: import the statement again.');
+  end if;
 
   perform app_private.record_webhook_event(org, 'bank_import.completed', v_batch, jsonb_build_object('batchId', v_batch,
     'paymentAccountId', payment_account_id, 'fileName', file_name, 'importedCount', v_imported,
@@ -3592,19 +3624,20 @@ declare
   v_to date;
 begin
   select min(s.transaction_date) - app_private.pending_settle_days(), max(s.transaction_date) + app_private.pending_settle_days()
-    into v_from, v_to from pg_temp.statement_rows s where not s.pending;
+    into v_from, v_to from pg_temp.statement_rows s where not s.pending and s.event_id is null;
+  if v_from is null then return; end if;
   for v_pair in
     select s.row_index, e.id
       from pg_temp.statement_rows s
       join app_public.ledger_events e
         on e.organization_id = org and e.payment_account_id = payment_account and e.status = 'pending'
-       and e.transaction_date between v_from and v_to
+       and e.direction = s.direction
        and ((s.reference is not null and e.reference = s.reference)
-            or (e.functional_amount = s.amount and e.direction = s.direction
+            or (e.transaction_date between v_from and v_to and e.functional_amount = s.amount
                 and app_private.merchant_key(e.merchant_name) = s.merchant_key
                 and abs(s.transaction_date - e.transaction_date) <= app_private.pending_settle_days()))
-     where not s.pending
-     order by s.row_index, (s.reference is not null and e.reference = s.reference) desc,
+     where not s.pending and s.event_id is null
+     order by (s.reference is not null and e.reference = s.reference) desc, s.row_index,
               abs(s.transaction_date - e.transaction_date), e.created, e.id
   loop
     if not (v_pair.row_index = any (v_rows)) and not (v_pair.id = any (v_events)) then
@@ -4751,27 +4784,29 @@ CREATE OR REPLACE FUNCTION app_private.rule_classifications(org uuid, subjects a
  STABLE
 AS $function$
   with rule as materialized (
-    select c.x, u.account_ids, u.fits, lower(normalize((c.x).vendor_pattern, NFC)) lpattern
+    select c.x, lower(normalize((c.x).vendor_pattern, NFC)) lpattern
       from (select r from app_public.category_rules r where r.organization_id = org and r.id is distinct from (candidate).id
             union all
             select candidate where (candidate).id is not null) c (x)
-      cross join lateral app_private.rule_reach(c.x) u
-     where u.fits <> '{}'
   ), subject as materialized (
     select s.*, lower(normalize(s.merchant_name, NFC)) lname from unnest(subjects) s
-  ), named as (
-    select n.lname, r.x, r.account_ids, r.fits
-      from (select distinct s.lname from subject s) n join rule r on n.lname like r.lpattern
+  ), named as materialized (
+    select n.lname, r.x from (select distinct s.lname from subject s) n join rule r on n.lname like r.lpattern
+  ), reach as materialized (
+    -- The accounts of the rules that matched a name, and the event types they fit: only those.
+    select m.x, u.account_ids, u.fits
+      from (select distinct on ((n.x).id) n.x from named n) m cross join lateral app_private.rule_reach(m.x) u
+     where u.fits <> '{}'
   ), chosen as (
-    select distinct on (s.id) s.id, s.event_type, s.amount, s.transaction_date, s.contact_id, n.x
-      from subject s join named n on n.lname = s.lname
-     where s.event_type = any (n.fits)
-       and ((n.x).direction is null or (n.x).direction = s.direction)
-       and (s.amount >= (n.x).amount_min or (n.x).amount_min is null)
-       and (s.amount <= (n.x).amount_max or (n.x).amount_max is null)
-       and ((n.x).payment_account_id is null or (n.x).payment_account_id = s.payment_account_id)
-       and coalesce(s.payment_account_id <> all (n.account_ids), true)
-     order by s.id, (n.x).priority, length((n.x).vendor_pattern) desc, (n.x).created, (n.x).id
+    select distinct on (s.id) s.id, s.event_type, s.amount, s.transaction_date, s.contact_id, r.x
+      from subject s join named n on n.lname = s.lname join reach r on (r.x).id = (n.x).id
+     where s.event_type = any (r.fits)
+       and ((r.x).direction is null or (r.x).direction = s.direction)
+       and (s.amount >= (r.x).amount_min or (r.x).amount_min is null)
+       and (s.amount <= (r.x).amount_max or (r.x).amount_max is null)
+       and ((r.x).payment_account_id is null or (r.x).payment_account_id = s.payment_account_id)
+       and coalesce(s.payment_account_id <> all (r.account_ids), true)
+     order by s.id, (r.x).priority, length((r.x).vendor_pattern) desc, (r.x).created, (r.x).id
   )
   select c.id, (c.x).id, o.category_id, o.splits, o.tax_amount, o.tax_code, o.tax_account_id, o.contact_id
     from chosen c cross join lateral app_private.rule_outcome(c.x, c.event_type, c.amount, c.transaction_date, c.contact_id) o
@@ -4826,11 +4861,13 @@ CREATE OR REPLACE FUNCTION app_private.rule_split_lines(splits jsonb, event_type
  STABLE
 AS $function$
   with s as (
-    select x.v, x.n, round(amount * (x.v->>'percent')::numeric / 100, 2) share,
-           row_number() over (order by (x.v->>'percent')::numeric desc, x.n) = 1 largest
+    select x.v, x.n, floor(amount * (x.v->>'percent')::numeric) / 100 share,
+           amount * (x.v->>'percent')::numeric - floor(amount * (x.v->>'percent')::numeric) remainder
       from jsonb_array_elements(splits) with ordinality x (v, n)
   ), lines as (
-    select s.v, s.n, s.share + case when s.largest then amount - (select sum(share) from s) else 0 end line_amount from s
+    select s.v, s.n, s.share + case when row_number() over (order by s.remainder desc, s.n)
+                                         <= round((amount - sum(s.share) over ()) * 100) then 0.01 else 0 end line_amount
+      from s
   )
   select jsonb_agg(app_private.split_line((l.v->>'category_id')::uuid, l.line_amount, l.v->>'tax_code', null,
            l.v->>'memo', event_type, on_day) order by l.n)
@@ -5035,13 +5072,14 @@ AS $function$ select sum((s->>'amount')::numeric) from jsonb_array_elements(spli
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.statement_candidates(org uuid, payment_account uuid, days date[], amounts numeric[])
- RETURNS TABLE(id uuid, transaction_date date, functional_amount numeric, direction text, merchant_name text, reference text, created timestamp with time zone)
+ RETURNS TABLE(id uuid, transaction_date date, functional_amount numeric, direction text, merchant_name text, reference text, created timestamp with time zone, waiting boolean)
  LANGUAGE sql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app_public', 'pg_temp'
  SET jit TO 'off'
 AS $function$
-  select e.id, e.transaction_date, e.functional_amount, e.direction, e.merchant_name, e.reference, e.created
+  select e.id, e.transaction_date, e.functional_amount, e.direction, e.merchant_name, e.reference, e.created,
+         e.status = 'pending' or e.status = 'ignored' and app_private.expired_pending(org, e.id)
     from app_public.ledger_events e
    where e.organization_id = org and org = app_public.current_organization_id()
      and (e.payment_account_id = payment_account or e.payment_account_id is null)
@@ -5088,14 +5126,17 @@ CREATE OR REPLACE FUNCTION app_private.suggested_category(org uuid, merchant_nam
  STABLE
 AS $function$
   with c as (
-    select m.category_id, m.confirmations from app_public.merchant_category_counts m
+    select a.id, a.name, a.classification, m.confirmations
+      from app_public.merchant_category_counts m
+      join app_public.accounts a on a.organization_id = org and a.id = m.category_id
      where m.organization_id = org and m.merchant = app_private.merchant_family(merchant_name) and m.confirmations > 0
+       and a.active and a.account_type not in ('accounts_receivable', 'accounts_payable', 'bank', 'credit_card', 'clearing')
   ), total as (select sum(c.confirmations) n from c)
-  select jsonb_build_object('account', jsonb_build_object('id', a.id, 'name', a.name),
+  select jsonb_build_object('account', jsonb_build_object('id', c.id, 'name', c.name),
            'confidence', round(c.confirmations::numeric / total.n, 2), 'basis', total.n)
-    from c cross join total join app_public.accounts a on a.organization_id = org and a.id = c.category_id
-   where total.n >= 3 and a.active and app_private.category_fits(event_type, a.classification)
-   order by c.confirmations desc, a.name, a.id
+    from c cross join total
+   where total.n >= 3 and app_private.category_fits(event_type, c.classification)
+   order by c.confirmations desc, c.name, c.id
    limit 1
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -6106,9 +6147,11 @@ begin
   perform app_private.lock_allocated_documents(allocations);
   select * into e from app_public.ledger_events x where x.id = event_id for update;
   if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
-  if e.status not in ('needs_review', 'pending') then
-    perform app_private.fail('Only an event in needs_review or pending can pay documents.');
+  -- A pending line is not yet the bank's: its posted row settles it (docs/api.md, Bank statement imports).
+  if e.status = 'pending' then
+    perform app_private.fail('A pending event cannot pay documents: apply it once the bank posts it.');
   end if;
+  if e.status <> 'needs_review' then perform app_private.fail('Only an event in needs_review can pay documents.'); end if;
   if e.payment_account_id is null then perform app_private.fail('A payment account is required.'); end if;
   perform app_private.check_payment_account(e.payment_account_id);
   v_kind := case e.direction when 'in' then 'invoice' else 'bill' end;
@@ -6673,8 +6716,8 @@ begin
   perform app_private.assert_org_access(organization_id, false);
   select * into e from app_public.ledger_events x where x.id = event_id;
   if not found then perform app_private.fail('Ledger event not found.', 'AP404'); end if;
-  -- A booked event pays nothing more.
-  if e.status not in ('needs_review', 'pending') then return '[]'::jsonb; end if;
+  -- A booked event pays nothing more; a pending one nothing yet.
+  if e.status <> 'needs_review' then return '[]'::jsonb; end if;
   return coalesce((
     select jsonb_agg(jsonb_build_object('document', app_private.document_json(s.d), 'reason', s.reason) order by s.rank, (s.d).due_date, (s.d).id)
       from (
@@ -7415,9 +7458,14 @@ begin
 
   select coalesce(array_agg(e.id), '{}') into v_already from app_public.ledger_events e
    where e.id = any (v_ids) and e.status in ('synced', 'reconciled');
-  insert into app_public.ledger_event_external_refs as x (organization_id, event_id, external_system, external_id)
-    select mark_ledger_events_synced.organization_id, t.id, v_system, t.ref from unnest(v_ids, v_refs) t (id, ref) order by t.id
-    on conflict on constraint ledger_event_external_refs_pkey do update set external_id = excluded.external_id, synced_at = now();
+  begin
+    insert into app_public.ledger_event_external_refs as x (organization_id, event_id, external_system, external_id)
+      select mark_ledger_events_synced.organization_id, t.id, v_system, t.ref from unnest(v_ids, v_refs) t (id, ref) order by t.id
+      on conflict on constraint ledger_event_external_refs_pkey do update set external_id = excluded.external_id, synced_at = now();
+  exception when unique_violation then
+    -- Another call gave one of these ids to another event at the same moment.
+    perform app_private.fail(format('An external id of %s given here is already on another event.', v_system));
+  end;
   update app_public.ledger_events e set status = 'synced' where e.id = any (v_ids) and e.status = 'confirmed';
   -- An event already synced or reconciled changes no field of its own: its new id is still a change.
   insert into app_public.ledger_change_feed (organization_id, event_id, kind)
@@ -7965,7 +8013,7 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_public.update_category_rule(organization_id uuid, category_rule_id uuid, vendor_pattern text DEFAULT NULL::text, category_id uuid DEFAULT NULL::uuid, priority integer DEFAULT NULL::integer, direction text DEFAULT NULL::text, amount_min text DEFAULT NULL::text, amount_max text DEFAULT NULL::text, payment_account_id uuid DEFAULT NULL::uuid, contact_id uuid DEFAULT NULL::uuid, tax_code text DEFAULT NULL::text, splits jsonb DEFAULT NULL::jsonb)
+CREATE OR REPLACE FUNCTION app_public.update_category_rule(organization_id uuid, category_rule_id uuid, vendor_pattern text DEFAULT NULL::text, category_id uuid DEFAULT NULL::uuid, priority integer DEFAULT NULL::integer, direction text DEFAULT NULL::text, amount_min text DEFAULT NULL::text, amount_max text DEFAULT NULL::text, payment_account_id uuid DEFAULT NULL::uuid, contact_id uuid DEFAULT NULL::uuid, tax_code text DEFAULT NULL::text, splits jsonb DEFAULT NULL::jsonb, clear_payment_account boolean DEFAULT NULL::boolean, clear_contact boolean DEFAULT NULL::boolean)
  RETURNS jsonb
  LANGUAGE plpgsql
 AS $function$
@@ -7976,7 +8024,7 @@ begin
    where x.organization_id = update_category_rule.organization_id and x.id = category_rule_id for no key update;
   if not found then perform app_private.fail('Category rule not found.', 'AP404'); end if;
   r := app_private.checked_rule(r, vendor_pattern, category_id, priority, direction, amount_min, amount_max,
-    payment_account_id, contact_id, tax_code, splits);
+    payment_account_id, contact_id, tax_code, splits, coalesce(clear_payment_account, false), coalesce(clear_contact, false));
   begin
     update app_public.category_rules x set vendor_pattern = r.vendor_pattern, account_id = r.account_id, priority = r.priority,
         direction = r.direction, amount_min = r.amount_min, amount_max = r.amount_max, payment_account_id = r.payment_account_id,

@@ -55,10 +55,10 @@ export const CategoryRulesPlugin = sqlOperationsPlugin("CategoryRulesPlugin", gq
     createCategoryRule(organizationId: UUID!, vendorPattern: String!, categoryId: UUID, priority: Int, direction: String,
       amountMin: String, amountMax: String, paymentAccountId: UUID, contactId: UUID, taxCode: String,
       splits: [CategoryRuleSplitInput!]): CategoryRuleResult!
-    "Absent fields keep their value; an empty string removes direction, amountMin, amountMax or taxCode."
+    "Absent fields keep their value; an empty string removes direction, amountMin, amountMax or taxCode; clearPaymentAccount and clearContact remove those."
     updateCategoryRule(organizationId: UUID!, categoryRuleId: UUID!, vendorPattern: String, categoryId: UUID, priority: Int,
       direction: String, amountMin: String, amountMax: String, paymentAccountId: UUID, contactId: UUID, taxCode: String,
-      splits: [CategoryRuleSplitInput!]): CategoryRuleResult!
+      splits: [CategoryRuleSplitInput!], clearPaymentAccount: Boolean, clearContact: Boolean): CategoryRuleResult!
     deleteCategoryRule(organizationId: UUID!, categoryRuleId: UUID!): DeleteCategoryRuleResult!
     "Applies the rule to the events waiting for review it is the rule for, whatever their classification; never to confirmed events."
     applyCategoryRule(organizationId: UUID!, categoryRuleId: UUID!): ApplyCategoryRuleResult!

@@ -204,7 +204,13 @@ describe("rules with conditions, outcomes and an order", () => {
       .toBe("Split percentages must add up to 100.");
     expect(dataOf(await mk({ p: "%bad%", c: meals, splits: [{ categoryId: meals, percent: "100" }] }), "createCategoryRule").error)
       .toBe("Give categoryId or splits, not both.");
-    expect(dataOf(await mk({ p: "%bad%", c: meals, min: "abc" }), "createCategoryRule").error).toBe("amountMin must be a decimal string.");
+    expect(dataOf(await mk({ p: "%bad%", c: meals, min: "-5" }), "createCategoryRule").error).toBe("amountMin must be a decimal string of at least 0.");
+    // Four quarters of 0.02: the lines still add up to the amount (two of 0.01; the lines of 0.00 left out).
+    expect(dataOf(await mk({ p: "tiny%", splits: [1, 2, 3, 4].map(() => ({ categoryId: meals, percent: "25" })) }), "createCategoryRule").success).toBe(true);
+    const tiny = dataOf(await h.gql(`mutation($o: UUID!) { createLedgerEvent(organizationId: $o, merchantName: "Tiny", amount: "0.02",
+      transactionDate: "2026-03-01") { success error eventId } }`, { o: u.organizationId }, u.apiKey), "createLedgerEvent");
+    expect(tiny.success).toBe(true);
+    expect((await h.owner.query("select splits from app_public.ledger_events where id = $1", [tiny.eventId])).rows[0].splits.map((l: any) => l.amount)).toEqual([0.01, 0.01]);
     const imported = dataOf(await h.gql(`mutation($o: UUID!, $p: UUID!, $rows: [BankStatementRowInput!]!) {
       importBankStatement(organizationId: $o, paymentAccountId: $p, rows: $rows) { success error importedCount } }`, { o: u.organizationId, p: chequing, rows: [
         { transactionDate: "2026-03-02", description: "SYSCO FOODS 0042", amount: "-113.00", eventType: "expense" },
@@ -214,14 +220,14 @@ describe("rules with conditions, outcomes and an order", () => {
     const created = dataOf(await h.gql(`mutation($o: UUID!) { createLedgerEvent(organizationId: $o, merchantName: "Sysco Foods", amount: "226.00",
       transactionDate: "2026-03-04") { success eventId } }`, { o: u.organizationId }, u.apiKey), "createLedgerEvent");
     const { rows } = await h.owner.query(`select merchant_name, category_id, contact_id, tax_code, tax_amount::text, splits
-      from app_public.ledger_events where organization_id = $1 order by transaction_date`, [u.organizationId]);
+      from app_public.ledger_events where organization_id = $1 and merchant_name <> 'Tiny' order by transaction_date`, [u.organizationId]);
     expect(rows[0]).toMatchObject({ category_id: cogs, contact_id: contact, tax_code: "HST_ON", tax_amount: "13.00" });
     expect(rows[1].splits.map((s: any) => [s.category_id, s.amount, s.tax_amount])).toEqual([[meals, 6.01, 0], [cogs, 4, 0.46]]);
     expect(rows[1].category_id).toBe(meals);
     expect(rows[2]).toMatchObject({ merchant_name: "Sysco Foods", category_id: cogs, contact_id: contact, tax_code: "HST_ON", tax_amount: "26.00" });
     expect(created.success).toBe(true);
     const { rows: counts } = await h.owner.query("select vendor_pattern, match_count from app_public.category_rules where organization_id = $1 order by 1", [u.organizationId]);
-    expect(counts).toEqual([{ vendor_pattern: "%restaurant%", match_count: 1 }, { vendor_pattern: "sysco%", match_count: 2 }]);
+    expect(counts).toEqual([{ vendor_pattern: "%restaurant%", match_count: 1 }, { vendor_pattern: "sysco%", match_count: 2 }, { vendor_pattern: "tiny%", match_count: 1 }]);
   });
 
   it("a preview writes nothing and lists exactly what applyCategoryRule changes; confirmed events are never touched", async () => {
@@ -300,6 +306,12 @@ describe("suggestedCategory from confirmed history", () => {
     expect(await suggestion(target)).toEqual({ category: null, suggestedCategory: { account: { id: meals, name: "Meals" }, confidence: 1, basis: 3 } });
     await book("Starbucks Store 12", office);
     expect((await suggestion(target)).suggestedCategory).toEqual({ account: { id: meals, name: "Meals" }, confidence: 0.75, basis: 4 });
+    // Payments of invoices (Accounts Receivable) are no category to suggest, nor part of the share.
+    const ar = (await h.owner.query(`insert into app_public.accounts (organization_id, name, account_type, classification)
+      values ($1, 'Accounts Receivable', 'accounts_receivable', 'asset') returning id`, [u.organizationId])).rows[0].id;
+    await h.owner.query("insert into app_public.merchant_category_counts values ($1, 'starbucks', $2, 10)", [u.organizationId, ar]);
+    expect((await suggestion(target)).suggestedCategory).toEqual({ account: { id: meals, name: "Meals" }, confidence: 0.75, basis: 4 });
+    await h.owner.query("delete from app_public.merchant_category_counts where category_id = $1", [ar]);
     // Another merchant and a classified event get none.
     expect((await suggestion(await create("Tim Hortons #1"))).suggestedCategory).toBeNull();
     const b2 = await create("Starbucks 999");

@@ -293,7 +293,7 @@ describe("payments", () => {
       { org: tenant.organizationId, c: [c] }, tenant.apiKey), "listLedgerEvents");
     expect(listed).toEqual({ items: [{ id: events[0].id }], totalCount: 1 });
     expect(await call(h, tenant, APPLY, { e: events[0].id, al: [{ documentId: ids["INV-7002"], amount: "565.00" }] }, "applyLedgerEventToDocuments"))
-      .toMatchObject({ success: false, error: "Only an event in needs_review or pending can pay documents." });
+      .toMatchObject({ success: false, error: "Only an event in needs_review can pay documents." });
   });
 
   it("two payments of one invoice's last dollar at once: exactly one succeeds", async () => {

@@ -73,4 +73,41 @@ describe("pending bank rows", () => {
     expect(dataOf(await h.gql(IMPORT, { o: t.organizationId, p: chequing, rows: [{ transactionDate: "2026-07-01", description: "X", amount: "-1.00",
       eventType: "expense", pending: null }] }, t.apiKey), "importBankStatement")).toMatchObject({ success: true });
   });
+
+  it("a re-imported posted row stays a duplicate and settles nothing; a late reference settles whatever the days; an expired one's posted row is new", async () => {
+    await importRows([{ transactionDate: "2026-08-01", description: "COFFEE HUT", amount: "-4.50", reference: "R1" }]);
+    await importRows([{ transactionDate: "2026-08-02", description: "COFFEE HUT", amount: "-4.50", pending: true }]);
+    // The overlapping download: yesterday's posted coffee again, and today's now posted.
+    expect(await importRows([
+      { transactionDate: "2026-08-01", description: "COFFEE HUT", amount: "-4.50", reference: "R1" },
+      { transactionDate: "2026-08-03", description: "COFFEE HUT", amount: "-4.50", reference: "R2" },
+    ])).toMatchObject({ importedCount: 0, skippedCount: 1, settledCount: 1 });
+    expect((await events("COFFEE HUT")).map((e: any) => [e.status, e.d, e.reference])).toEqual([
+      ["needs_review", "2026-08-01", "R1"], ["needs_review", "2026-08-03", "R2"]]);
+    // The bank's posting id replaces the authorization's: the next download is a plain duplicate.
+    expect(await importRows([{ transactionDate: "2026-08-03", description: "COFFEE HUT", amount: "-4.50", reference: "R2" }]))
+      .toMatchObject({ importedCount: 0, skippedCount: 1, settledCount: 0 });
+
+    await importRows([{ transactionDate: "2026-08-01", description: "HOTEL", amount: "-300.00", reference: "AUTH-7", pending: true }]);
+    expect(await importRows([{ transactionDate: "2026-08-09", description: "HOTEL MONTREAL", amount: "-310.00", reference: "AUTH-7" }]))
+      .toMatchObject({ importedCount: 0, skippedCount: 0, settledCount: 1 });
+    expect((await events("HOTEL")).map((e: any) => [e.status, e.d, e.amount])).toEqual([["needs_review", "2026-08-09", "310.00"]]);
+
+    const old = new Date(Date.now() - 20 * 86_400_000).toISOString().slice(0, 10);
+    await importRows([{ transactionDate: old, description: "HOTEL HOLD", amount: "-200.00", pending: true }]);
+    await h.owner.query("select app_private.purge_expired()");
+    expect(await importRows([{ transactionDate: old, description: "HOTEL HOLD", amount: "-200.00" }]))
+      .toMatchObject({ importedCount: 1, skippedCount: 0, settledCount: 0 });
+    expect((await events("HOTEL HOLD")).map((e: any) => e.status)).toEqual(["ignored", "needs_review"]);
+  });
+
+  it("a pending event pays no invoice or bill until it is posted", async () => {
+    await importRows([{ transactionDate: "2026-08-05", description: "PAPER CO", amount: "-50.00", pending: true }]);
+    const [e] = await events("PAPER CO");
+    const res = dataOf(await h.gql(`mutation($o: UUID!, $e: UUID!) { applyLedgerEventToDocuments(organizationId: $o, eventId: $e,
+      allocations: [{ documentId: "00000000-0000-0000-0000-000000000000", amount: "50.00" }]) { success error } }`, { o: t.organizationId, e: e.id }, t.apiKey),
+      "applyLedgerEventToDocuments");
+    expect(res.success).toBe(false);
+    expect((await events("PAPER CO"))[0].status).toBe("pending");
+  });
 });

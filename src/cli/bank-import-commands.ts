@@ -7,9 +7,11 @@ const string = { type: "string" } as const;
 /** How many rows a dry run the import refuses still shows. */
 const PREVIEW_ON_REFUSAL = 5;
 
-type DuplicateFlag = "duplicate" | "possible duplicate" | null;
+type DuplicateFlag = "duplicate" | "possible duplicate" | "settles pending" | null;
 
-interface DuplicateCheck { rowIndex: number; isDuplicate: boolean; isPossibleDuplicate: boolean; matchingEventId: string | null }
+interface DuplicateCheck {
+  rowIndex: number; isDuplicate: boolean; isPossibleDuplicate: boolean; matchingEventId: string | null; settlesPendingEvent: boolean;
+}
 
 /**
  * import_bank_csv: bank statement files (CSV, OFX, QIF, MT940, camt.053) into a payment account
@@ -62,7 +64,7 @@ export const bankImportCommands: Record<string, Command> = {
       // pair identical rows one to one, which chunks would break; one call writes all or nothing;
       // and the preview shows the flags the import itself went by.
       await ctx.db.query("begin");
-      let result: { importedCount: number; skippedCount: number; batchId: string; results: DuplicateCheck[] };
+      let result: { importedCount: number; skippedCount: number; settledCount: number; batchId: string; results: DuplicateCheck[] };
       try {
         [{ result }] = await withLines(sql<{ result: typeof result }>(ctx.db,
           "select app_private.import_bank_statement($1, $2, $3, $4::jsonb, $5) as result",
@@ -85,15 +87,18 @@ export const bankImportCommands: Record<string, Command> = {
       const checks = new Map(result.results.map((c) => [c.rowIndex, c]));
       const flagOf = (i: number) => {
         const check = checks.get(i);
-        const duplicate: DuplicateFlag = check?.isDuplicate ? "duplicate" : check?.isPossibleDuplicate ? "possible duplicate" : null;
+        const duplicate: DuplicateFlag = check?.isDuplicate ? "duplicate" : check?.isPossibleDuplicate ? "possible duplicate"
+          : check?.settlesPendingEvent ? "settles pending" : null;
         return { duplicate, matchingEventId: check?.matchingEventId ?? null };
       };
       const { importedCount, skippedCount } = result;
+      // Rows that settled a pending event in place (docs/api.md, Bank statement imports): neither.
+      const settled = result.settledCount ? `, settled ${result.settledCount} pending` : "";
       const batchId = dryRun ? null : result.batchId;
 
       const summary = (dryRun
-        ? `Dry run, nothing written: ${importedCount} rows would be imported into "${accountName}", ${skippedCount} skipped as duplicates.`
-        : `Imported ${importedCount} rows into "${accountName}", skipped ${skippedCount} duplicates (batch ${batchId}).`) +
+        ? `Dry run, nothing written: ${importedCount} rows would be imported into "${accountName}", ${skippedCount} skipped as duplicates${settled}.`
+        : `Imported ${importedCount} rows into "${accountName}", skipped ${skippedCount} duplicates${settled} (batch ${batchId}).`) +
         (saveAs === undefined ? "" : dryRun ? ` The layout "${saveAs}" is saved by the import itself, not by a dry run.`
           : ` Saved the layout "${saveAs}" for "${accountName}": ${describeFlags(flags)}.`);
       // The preview is built in the one form that is printed: a file's rows are many.
@@ -102,7 +107,7 @@ export const bankImportCommands: Record<string, Command> = {
         result: {
           organizationId: org.id, paymentAccountId: accountId, file: path.basename(file), layout: statement.layout, currency: statement.currency,
           warnings: statement.warnings, rows: json ? statement.rows.map((row, i) => ({ ...row, ...flagOf(i) })) : [],
-          importedCount, skippedCount, batchId, dryRun,
+          importedCount, skippedCount, settledCount: result.settledCount, batchId, dryRun,
         },
         text: json ? summary : [`Read ${file}: ${statement.layout}.`, ...statement.warnings.map((w) => `Warning: ${w}`),
           table(statement.rows.map((row, i) => ({ ...row, ...flagOf(i) }))), summary].join("\n"),
