@@ -4791,22 +4791,29 @@ AS $function$
   ), subject as materialized (
     select s.*, lower(normalize(s.merchant_name, NFC)) lname from unnest(subjects) s
   ), named as materialized (
-    select n.lname, r.x from (select distinct s.lname from subject s) n join rule r on n.lname like r.lpattern
+    select n.lname, r.x, (r.x).id rule_id from (select distinct s.lname from subject s) n join rule r on n.lname like r.lpattern
   ), reach as materialized (
     -- The accounts of the rules that matched a name, and the event types they fit: only those.
-    select m.x, u.account_ids, u.fits
-      from (select distinct on ((n.x).id) n.x from named n) m cross join lateral app_private.rule_reach(m.x) u
+    select m.rule_id, u.account_ids, u.fits
+      from (select distinct on (n.rule_id) n.rule_id, n.x from named n) m cross join lateral app_private.rule_reach(m.x) u
      where u.fits <> '{}'
+  ), candidate as materialized (
+    -- Each name's usable rules, with the fields the conditions read as plain columns (read from
+    -- the rule record once, not once per event).
+    select n.lname, n.x, r.account_ids, r.fits, (n.x).direction direction, (n.x).amount_min amount_min,
+           (n.x).amount_max amount_max, (n.x).payment_account_id payment_account_id, (n.x).priority priority,
+           length((n.x).vendor_pattern) pattern_length, (n.x).created created, n.rule_id
+      from named n join reach r on r.rule_id = n.rule_id
   ), chosen as (
-    select distinct on (s.id) s.id, s.event_type, s.amount, s.transaction_date, s.contact_id, r.x
-      from subject s join named n on n.lname = s.lname join reach r on (r.x).id = (n.x).id
-     where s.event_type = any (r.fits)
-       and ((r.x).direction is null or (r.x).direction = s.direction)
-       and (s.amount >= (r.x).amount_min or (r.x).amount_min is null)
-       and (s.amount <= (r.x).amount_max or (r.x).amount_max is null)
-       and ((r.x).payment_account_id is null or (r.x).payment_account_id = s.payment_account_id)
-       and coalesce(s.payment_account_id <> all (r.account_ids), true)
-     order by s.id, (r.x).priority, length((r.x).vendor_pattern) desc, (r.x).created, (r.x).id
+    select distinct on (s.id) s.id, s.event_type, s.amount, s.transaction_date, s.contact_id, c.x
+      from subject s join candidate c on c.lname = s.lname
+     where s.event_type = any (c.fits)
+       and (c.direction is null or c.direction = s.direction)
+       and (s.amount >= c.amount_min or c.amount_min is null)
+       and (s.amount <= c.amount_max or c.amount_max is null)
+       and (c.payment_account_id is null or c.payment_account_id = s.payment_account_id)
+       and coalesce(s.payment_account_id <> all (c.account_ids), true)
+     order by s.id, c.priority, c.pattern_length desc, c.created, c.rule_id
   )
   select c.id, (c.x).id, o.category_id, o.splits, o.tax_amount, o.tax_code, o.tax_account_id, o.contact_id
     from chosen c cross join lateral app_private.rule_outcome(c.x, c.event_type, c.amount, c.transaction_date, c.contact_id) o
