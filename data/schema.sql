@@ -5129,23 +5129,25 @@ end $function$
 
 CREATE OR REPLACE FUNCTION app_private.suggested_category(org uuid, merchant_name text, event_type text)
  RETURNS jsonb
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
 AS $function$
-  with c as (
-    select a.id, a.name, a.classification, m.confirmations
-      from app_public.merchant_category_counts m
-      join app_public.accounts a on a.organization_id = org and a.id = m.category_id
-     where m.organization_id = org and m.merchant = app_private.merchant_family(merchant_name) and m.confirmations > 0
-       and a.active and a.account_type not in ('accounts_receivable', 'accounts_payable', 'bank', 'credit_card', 'clearing')
-  ), total as (select sum(c.confirmations) n from c)
-  select jsonb_build_object('account', jsonb_build_object('id', c.id, 'name', c.name),
-           'confidence', round(c.confirmations::numeric / total.n, 2), 'basis', total.n)
-    from c cross join total
-   where total.n >= 3 and app_private.category_fits(event_type, c.classification)
-   order by c.confirmations desc, c.name, c.id
-   limit 1
-$function$
+begin
+  return (
+    with c as (
+      select a.id, a.name, a.classification, m.confirmations
+        from app_public.merchant_category_counts m
+        join app_public.accounts a on a.organization_id = org and a.id = m.category_id
+       where m.organization_id = org and m.merchant = app_private.merchant_family(suggested_category.merchant_name) and m.confirmations > 0
+         and a.active and a.account_type not in ('accounts_receivable', 'accounts_payable', 'bank', 'credit_card', 'clearing')
+    ), total as (select sum(c.confirmations) n from c)
+    select jsonb_build_object('account', jsonb_build_object('id', c.id, 'name', c.name),
+             'confidence', round(c.confirmations::numeric / total.n, 2), 'basis', total.n)
+      from c cross join total
+     where total.n >= 3 and app_private.category_fits(suggested_category.event_type, c.classification)
+     order by c.confirmations desc, c.name, c.id
+     limit 1);
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.sync_receipt_source(organization_id uuid, kind text, receipt_source_id uuid)
@@ -6843,21 +6845,28 @@ begin
     end if;
   end if;
   with page as (
-    select c.txid, c.id, c.event_id, c.kind, c.at
-      from app_public.ledger_change_feed c
-     where c.organization_id = ledger_changes.organization_id and (c.txid, c.id) > (v_txid, v_id) and c.txid < v_horizon
-       and c.at >= now() - app_private.ledger_changes_retention()
-     order by c.txid, c.id
-     limit v_limit + 1
-  ), numbered as (
-    select p.*, row_number() over (order by p.txid, p.id) rn from page p
+    select c.txid, c.id, c.event_id, c.kind, c.at, row_number() over (order by c.txid, c.id) rn
+      from (select c.* from app_public.ledger_change_feed c
+             where c.organization_id = ledger_changes.organization_id and (c.txid, c.id) > (v_txid, v_id) and c.txid < v_horizon
+               and c.at >= now() - app_private.ledger_changes_retention()
+             order by c.txid, c.id
+             limit v_limit + 1) c
+  ), events as materialized (
+    -- Each event of the page once (its creation and confirmation are often on one page), built
+    -- with its accounts and entry joined, as a list builds them.
+    select e.id, app_private.ledger_event_json(e, c, p, t, j) event
+      from (select distinct x.event_id from page x where x.rn <= v_limit) x
+      join app_public.ledger_events e on e.id = x.event_id
+      left join app_public.accounts c on c.id = e.category_id
+      left join app_public.accounts p on p.id = e.payment_account_id
+      left join app_public.accounts t on t.id = e.tax_account_id
+      left join app_public.journal_entries j on j.id = e.journal_entry_id
   )
   select coalesce(jsonb_agg(jsonb_build_object('cursor', app_private.change_cursor(n.txid, n.id), 'eventId', n.event_id,
-           'kind', n.kind, 'at', app_private.iso(n.at), 'event', app_private.ledger_event_json_by_id(n.event_id)) order by n.rn)
-           filter (where n.rn <= v_limit), '[]'),
+           'kind', n.kind, 'at', app_private.iso(n.at), 'event', v.event) order by n.rn) filter (where n.rn <= v_limit), '[]'),
          count(*)
     into v_page, v_count
-    from numbered n;
+    from page n left join events v on v.id = n.event_id;
   return jsonb_build_object('changes', v_page,
     'nextCursor', coalesce(v_page -> -1 ->> 'cursor', after),
     'hasMore', v_count > v_limit);
