@@ -5573,23 +5573,23 @@ CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__changes()
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app_public'
 AS $function$
-declare
-  v_rows text := case tg_op
-    when 'INSERT' then 'new_rows n left join (select * from new_rows limit 0) o on true'
-    when 'UPDATE' then 'new_rows n join old_rows o on o.id = n.id'
-    -- An organization being deleted takes its feed with it.
-    else 'old_rows o left join (select * from old_rows limit 0) n on true
-           where exists (select 1 from app_public.organizations g where g.id = o.organization_id)' end;
 begin
-  execute format($q$
+  if tg_op = 'INSERT' then
+    insert into app_public.ledger_change_feed (organization_id, event_id, kind)
+      select n.organization_id, n.id, 'created' from new_rows n order by n.id;
+  elsif tg_op = 'UPDATE' then
     insert into app_public.ledger_change_feed (organization_id, event_id, kind)
       select d.organization_id, d.id, d.kind
-        from (select coalesce(n.organization_id, o.organization_id) organization_id, coalesce(n.id, o.id) id,
-                     app_private.change_kind(o, n) kind
-                from %s) d
+        from (select n.organization_id, n.id, app_private.change_kind(o, n) kind from new_rows n join old_rows o on o.id = n.id) d
        where d.kind is not null
-       order by d.id
-  $q$, v_rows);
+       order by d.id;
+  else
+    insert into app_public.ledger_change_feed (organization_id, event_id, kind)
+      select o.organization_id, o.id, 'deleted' from old_rows o
+       -- An organization being deleted takes its feed with it.
+       where exists (select 1 from app_public.organizations g where g.id = o.organization_id)
+       order by o.id;
+  end if;
   return null;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -5631,23 +5631,39 @@ CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__merchant_counts()
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app_public'
 AS $function$
-declare
-  v_rows text := case tg_op
-    when 'INSERT' then 'select n.*, 1 k from new_rows n'
-    when 'UPDATE' then 'select n.*, 1 k from new_rows n union all select o.*, -1 from old_rows o'
-    -- Rows of an organization being deleted go with it.
-    else 'select o.*, -1 k from old_rows o where exists (select 1 from app_public.organizations g where g.id = o.organization_id)' end;
 begin
-  execute format($q$
+  if tg_op = 'INSERT' then
+    insert into app_public.merchant_category_counts as t (organization_id, merchant, category_id, confirmations)
+      select n.organization_id, app_private.merchant_family(n.merchant_name), n.category_id, count(*)
+        from new_rows n
+       where n.status in ('confirmed', 'synced', 'reconciled') and n.category_id is not null
+         and app_private.merchant_family(n.merchant_name) <> ''
+       group by 1, 2, 3 order by 1, 2, 3
+      on conflict (organization_id, merchant, category_id) do update set confirmations = t.confirmations + excluded.confirmations;
+  elsif tg_op = 'UPDATE' then
     insert into app_public.merchant_category_counts as t (organization_id, merchant, category_id, confirmations)
       select x.organization_id, app_private.merchant_family(x.merchant_name), x.category_id, sum(x.k)
-        from (%s) x
-       where x.status in ('confirmed', 'synced', 'reconciled') and x.category_id is not null
+        from new_rows n join old_rows o on o.id = n.id
+        cross join lateral (values (n.organization_id, n.merchant_name, n.category_id, n.status, 1),
+                                   (o.organization_id, o.merchant_name, o.category_id, o.status, -1))
+          x (organization_id, merchant_name, category_id, status, k)
+       where (n.status, n.category_id, n.merchant_name) is distinct from (o.status, o.category_id, o.merchant_name)
+         and x.status in ('confirmed', 'synced', 'reconciled') and x.category_id is not null
          and app_private.merchant_family(x.merchant_name) <> ''
        group by 1, 2, 3 having sum(x.k) <> 0
        order by 1, 2, 3
-      on conflict (organization_id, merchant, category_id) do update set confirmations = t.confirmations + excluded.confirmations
-  $q$, v_rows);
+      on conflict (organization_id, merchant, category_id) do update set confirmations = t.confirmations + excluded.confirmations;
+  else
+    insert into app_public.merchant_category_counts as t (organization_id, merchant, category_id, confirmations)
+      select o.organization_id, app_private.merchant_family(o.merchant_name), o.category_id, -count(*)
+        from old_rows o
+       where o.status in ('confirmed', 'synced', 'reconciled') and o.category_id is not null
+         and app_private.merchant_family(o.merchant_name) <> ''
+         -- Rows of an organization being deleted go with it.
+         and exists (select 1 from app_public.organizations g where g.id = o.organization_id)
+       group by 1, 2, 3 order by 1, 2, 3
+      on conflict (organization_id, merchant, category_id) do update set confirmations = t.confirmations + excluded.confirmations;
+  end if;
   return null;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
