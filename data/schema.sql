@@ -1460,19 +1460,21 @@ begin
 
   -- 1. References: the k-th row of a reference takes the k-th event of it on this account.
   with r as (
-    select s.row_index, s.reference, s.pending, row_number() over (partition by s.reference, s.pending order by s.row_index) k
+    select s.row_index, s.reference, s.pending, s.direction,
+           row_number() over (partition by s.reference, s.pending, s.direction order by s.row_index) k
       from pg_temp.statement_rows s where s.reference is not null
   ), e as (
-    select e.id, e.reference, x.waiting, row_number() over (partition by e.reference, x.waiting order by e.created, e.id) k
+    select e.id, e.reference, x.waiting, e.direction,
+           row_number() over (partition by e.reference, x.waiting, e.direction order by e.created, e.id) k
       from app_public.ledger_events e
-      cross join lateral (select e.status = 'pending' or e.status = 'ignored' and app_private.expired_pending(org, e.id) waiting) x
+      cross join lateral (select e.status = 'pending' or e.status = 'ignored' and app_private.ignored_while_pending(org, e.id) waiting) x
      where e.organization_id = org and e.payment_account_id = payment_account
        and e.reference in (select s.reference from pg_temp.statement_rows s where s.reference is not null)
   )
   -- A posted row is the duplicate of a posted event, a pending row of a pending one (a pending
   -- event is settled by its posted row: step 3 below).
   update pg_temp.statement_rows s set event_id = e.id, full_match = true
-    from r join e on e.reference = r.reference and e.k = r.k and e.waiting = r.pending
+    from r join e on e.reference = r.reference and e.k = r.k and e.waiting = r.pending and e.direction = r.direction
    where s.row_index = r.row_index;
 
   -- 2. Same day, amount, direction and merchant. Rows with a reference go first, to events
@@ -2467,9 +2469,13 @@ begin
     into n_events, n_entries, n_lines;
 
   -- An exported event is changed only by reversal: its import stays (docs/api.md, The change feed).
+  -- Its events are locked first (in id order), so that none is exported between the check and the delete.
+  perform 1 from app_public.ledger_events e
+   where e.organization_id = org and e.source = 'processor_import' and e.import_batch_id = any (v_batches)
+   order by e.id for update;
   if exists (select 1 from app_public.ledger_events e
-              where e.organization_id = org and e.source = 'processor_import' and e.import_batch_id = any (v_batches)
-                and e.status = 'synced') then
+              join app_public.ledger_event_external_refs x on x.organization_id = e.organization_id and x.event_id = e.id
+              where e.organization_id = org and e.source = 'processor_import' and e.import_batch_id = any (v_batches)) then
     perform app_private.fail('The import holds synced events (exported to another system): reverse them instead of deleting the import.');
   end if;
   if not dry_run then
@@ -2648,14 +2654,6 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.expired_pending(org uuid, event_id uuid)
- RETURNS boolean
- LANGUAGE sql
- STABLE
-AS $function$ select exists (select 1 from app_public.ledger_event_audit a
-                   where a.organization_id = org and a.event_id = expired_pending.event_id and a.action = 'expire') $function$
--- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
-
 CREATE OR REPLACE FUNCTION app_private.external_refs_json(event_id uuid)
  RETURNS jsonb
  LANGUAGE sql
@@ -2730,6 +2728,15 @@ CREATE OR REPLACE FUNCTION app_private.forget_worker_pools(pool_ids text[])
  LANGUAGE sql
 AS $function$ delete from app_private.worker_heartbeats where pool_id = any (pool_ids) $function$
 -- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.ignored_while_pending(org uuid, event_id uuid)
+ RETURNS boolean
+ LANGUAGE sql
+ STABLE
+AS $function$ select exists (select 1 from app_public.ledger_event_audit a
+                   where a.organization_id = org and a.event_id = ignored_while_pending.event_id
+                     and a.changes -> 'status' ->> 'old' = 'pending' and a.changes -> 'status' ->> 'new' = 'ignored') $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.import_bank_statement(org uuid, payment_account_id uuid, currency text, rows jsonb, file_name text DEFAULT NULL::text)
  RETURNS jsonb
@@ -3637,8 +3644,9 @@ begin
                 and app_private.merchant_key(e.merchant_name) = s.merchant_key
                 and abs(s.transaction_date - e.transaction_date) <= app_private.pending_settle_days()))
      where not s.pending and s.event_id is null
-     order by (s.reference is not null and e.reference = s.reference) desc, s.row_index,
-              abs(s.transaction_date - e.transaction_date), e.created, e.id
+       and not exists (select 1 from pg_temp.statement_rows t where t.event_id = e.id)
+     order by (s.reference is not null and e.reference = s.reference) desc, abs(s.transaction_date - e.transaction_date),
+              s.row_index, e.created, e.id
   loop
     if not (v_pair.row_index = any (v_rows)) and not (v_pair.id = any (v_events)) then
       v_rows := v_rows || v_pair.row_index;
@@ -4872,8 +4880,8 @@ AS $function$
            amount * (x.v->>'percent')::numeric - floor(amount * (x.v->>'percent')::numeric) remainder
       from jsonb_array_elements(splits) with ordinality x (v, n)
   ), lines as (
-    select s.v, s.n, s.share + case when row_number() over (order by s.remainder desc, s.n)
-                                         <= round((amount - sum(s.share) over ()) * 100) then 0.01 else 0 end line_amount
+    select s.v, s.n, round(s.share + case when row_number() over (order by s.remainder desc, s.n)
+                                               <= round((amount - sum(s.share) over ()) * 100) then 0.01 else 0 end, 2) line_amount
       from s
   )
   select jsonb_agg(app_private.split_line((l.v->>'category_id')::uuid, l.line_amount, l.v->>'tax_code', null,
@@ -5086,7 +5094,7 @@ CREATE OR REPLACE FUNCTION app_private.statement_candidates(org uuid, payment_ac
  SET jit TO 'off'
 AS $function$
   select e.id, e.transaction_date, e.functional_amount, e.direction, e.merchant_name, e.reference, e.created,
-         e.status = 'pending' or e.status = 'ignored' and app_private.expired_pending(org, e.id)
+         e.status = 'pending' or e.status = 'ignored' and app_private.ignored_while_pending(org, e.id)
     from app_public.ledger_events e
    where e.organization_id = org and org = app_public.current_organization_id()
      and (e.payment_account_id = payment_account or e.payment_account_id is null)
@@ -5139,7 +5147,7 @@ begin
         from app_public.merchant_category_counts m
         join app_public.accounts a on a.organization_id = org and a.id = m.category_id
        where m.organization_id = org and m.merchant = app_private.merchant_family(suggested_category.merchant_name) and m.confirmations > 0
-         and a.active and a.account_type not in ('accounts_receivable', 'accounts_payable', 'bank', 'credit_card', 'clearing')
+         and a.active and a.account_type not in ('accounts_receivable', 'accounts_payable')
     ), total as (select sum(c.confirmations) n from c)
     select jsonb_build_object('account', jsonb_build_object('id', c.id, 'name', c.name),
              'confidence', round(c.confirmations::numeric / total.n, 2), 'basis', total.n)

@@ -110,4 +110,29 @@ describe("pending bank rows", () => {
     expect(res.success).toBe(false);
     expect((await events("PAPER CO"))[0].status).toBe("pending");
   });
+
+  it("a pending event takes one row: the still-pending row is its duplicate and a posted row of the same day is a purchase of its own", async () => {
+    await importRows([{ transactionDate: "2026-09-03", description: "DELI", amount: "-4.50", pending: true }]);
+    expect(await importRows([
+      { transactionDate: "2026-09-03", description: "DELI", amount: "-4.50", pending: true },
+      { transactionDate: "2026-09-03", description: "DELI", amount: "-4.50" },
+    ])).toMatchObject({ importedCount: 1, skippedCount: 1, settledCount: 0 });
+    expect((await events("DELI")).map((e: any) => e.status)).toEqual(["pending", "needs_review"]);
+  });
+
+  it("a pending event rejected stays its pending row's duplicate; a refund with the same reference is not the purchase", async () => {
+    await importRows([{ transactionDate: "2026-09-10", description: "HOLD", amount: "-80.00", pending: true }]);
+    const [hold] = await events("HOLD");
+    expect(dataOf(await h.gql(`mutation($o: UUID!, $e: UUID!) { rejectLedgerEvent(organizationId: $o, eventId: $e) { success } }`,
+      { o: t.organizationId, e: hold.id }, t.apiKey), "rejectLedgerEvent").success).toBe(true);
+    expect(await importRows([{ transactionDate: "2026-09-10", description: "HOLD", amount: "-80.00", pending: true }]))
+      .toMatchObject({ importedCount: 0, skippedCount: 1 });
+
+    await importRows([{ transactionDate: "2026-09-11", description: "SHOP", amount: "-20.00", reference: "R7", pending: true }]);
+    expect(await importRows([{ transactionDate: "2026-09-12", description: "SHOP", amount: "20.00", reference: "R7" }]))
+      .toMatchObject({ importedCount: 1, settledCount: 0 });
+    expect(await importRows([{ transactionDate: "2026-09-13", description: "SHOP", amount: "-20.00", reference: "R7" }]))
+      .toMatchObject({ importedCount: 0, skippedCount: 0, settledCount: 1 });
+    expect((await events("SHOP")).map((e: any) => [e.status, e.d])).toEqual([["needs_review", "2026-09-13"], ["needs_review", "2026-09-12"]]);
+  });
 });
