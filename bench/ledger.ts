@@ -66,9 +66,13 @@ export async function run(args: string[]) {
       });
       const body = (await res.json()) as { data?: Record<string, any>; errors?: unknown[] };
       if (body.errors) throw new Error(JSON.stringify(body.errors));
+      if (body.data!.ledgerChanges) nextCursor = body.data!.ledgerChanges.nextCursor;
       return body.data!;
     };
     const ITEM = "id merchantName functionalAmount transactionDate status category { id name } paymentAccount { id name } journalEntry { id totalAmount } receipts { id }";
+    const FEED = `query($org: UUID!, $after: String) {
+      ledgerChanges(organizationId: $org, after: $after, limit: 200) { nextCursor hasMore changes { cursor eventId kind at event { ${ITEM} } } } }`;
+    let nextCursor = feedCursors[0];
     const LIST = `query($org: UUID!, $status: [String!], $dateFrom: String, $dateTo: String, $search: String) {
       listLedgerEvents(organizationId: $org, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, search: $search) { items { ${ITEM} } totalCount pageSize offset } }`;
     const RETURN = `query($org: UUID!, $s: Date!, $e: Date!, $type: String!) { salesTaxReturn(organizationId: $org, startDate: $s, endDate: $e, taxType: $type) {
@@ -87,9 +91,9 @@ export async function run(args: string[]) {
       ["dashboardSummary, one year", () => [`query($org: UUID!, $s: Date, $e: Date) { dashboardSummary(organizationId: $org, startDate: $s, endDate: $e) { totalRevenue totalExpenses netIncome receiptCount unreviewedCount } }`, { org, s: daysAgo(365), e: daysAgo(0) }]],
       ["incomeStatement, one year", () => [`query($org: UUID!, $s: Date, $e: Date) { incomeStatement(organizationId: $org, startDate: $s, endDate: $e) { incomeAccounts { accountId accountName total } expenseAccounts { accountId accountName total } totalIncome totalExpenses netIncome } }`, { org, s: daysAgo(365), e: daysAgo(0) }]],
       ["accountBalances", () => [`query($org: UUID!) { accountBalances(organizationId: $org) { accountId accountName balance } }`, { org }]],
-      ["ledgerChanges, a page of 200 after a cursor (of 1.8M changes)", (i) => [`query($org: UUID!, $after: String) {
-        ledgerChanges(organizationId: $org, after: $after, limit: 200) { nextCursor hasMore changes { cursor eventId kind at event { ${ITEM} } } } }`,
-        { org, after: feedCursors[i % feedCursors.length] }]],
+      ["ledgerChanges, a page of 200 after a random cursor (of 1.8M changes)", (i) => [FEED, { org, after: feedCursors[i % feedCursors.length] }]],
+      // An integration catching up: each page after the last one's nextCursor.
+      ["ledgerChanges, the next page of 200 (following nextCursor)", () => [FEED, { org, after: nextCursor }]],
       ...salesTax,
     ];
     const BALANCE_SHEET = `query($org: UUID!, $asOf: Date) { balanceSheet(organizationId: $org, asOf: $asOf) { asOf fiscalYearStart
