@@ -1252,13 +1252,17 @@ AS $function$
 declare n integer;
 begin
   perform set_config('app.audit_action', 'rule', true);
-  -- In id order, as every writer of several events locks them.
-  perform 1 from app_public.ledger_events e
-   where e.id in (select c.event_id from app_private.rule_changes(r, only_unclassified) c) order by e.id for no key update;
+  -- The changes worked out once; their events locked in id order, as every writer of several
+  -- events locks them; an event no longer waiting by then is left as it is.
+  with c as materialized (
+    select * from app_private.rule_changes(r, only_unclassified)
+  ), locked as (
+    select e.id from app_public.ledger_events e where e.id in (select c.event_id from c) order by e.id for no key update
+  )
   update app_public.ledger_events e set category_id = c.category_id, splits = c.splits, tax_amount = c.tax_amount,
       tax_code = c.tax_code, tax_account_id = c.tax_account_id, contact_id = c.contact_id
-    from app_private.rule_changes(r, only_unclassified) c
-   where e.id = c.event_id and e.status = 'needs_review';
+    from c
+   where e.id = c.event_id and e.id in (select l.id from locked l) and e.status = 'needs_review';
   get diagnostics n = row_count;
   if n > 0 then
     update app_public.category_rules x set match_count = x.match_count + n where x.id = r.id;
@@ -1431,9 +1435,6 @@ CREATE OR REPLACE FUNCTION app_private.bank_statement_matches(org uuid, payment_
 AS $function$
 declare
   v_with_reference boolean;
-  v_pairs record;
-  v_rows_taken integer[] := '{}';
-  v_events_taken uuid[] := '{}';
 begin
   if org is distinct from app_public.current_organization_id() then perform app_private.fail('Organization Not Found.', 'AU404'); end if;
   if rows is null or jsonb_typeof(rows) <> 'array' then perform app_private.fail('rows must be a list of statement rows.'); end if;
@@ -1506,25 +1507,18 @@ begin
 
   -- 4. Transfers into (or out of) this account booked on another: a date window, not an equal
   -- key, so the pairs are taken greedily, each row its nearest event. Few rows get here.
-  for v_pairs in
-    select s.row_index, e.id
-      from pg_temp.statement_rows s
-      join app_public.ledger_events e
-        on e.organization_id = org and e.category_id = payment_account and e.event_type = 'transfer'
-       and e.payment_account_id is distinct from payment_account
-       and e.functional_amount = s.amount and e.direction <> s.direction
-       and e.transaction_date between s.transaction_date - 5 and s.transaction_date
-     where s.event_id is null
-       and not exists (select 1 from pg_temp.statement_rows t where t.event_id = e.id)
-     order by s.row_index, s.transaction_date - e.transaction_date, e.created, e.id
-  loop
-    if not (v_pairs.row_index = any (v_rows_taken)) and not (v_pairs.id = any (v_events_taken)) then
-      v_rows_taken := v_rows_taken || v_pairs.row_index;
-      v_events_taken := v_events_taken || v_pairs.id;
-    end if;
-  end loop;
-  update pg_temp.statement_rows s set event_id = t.id, full_match = true
-    from unnest(v_rows_taken, v_events_taken) t (row_index, id)
+  update pg_temp.statement_rows s set event_id = t.event_id, full_match = true
+    from app_private.greedy_pairs((
+      select array_agg(row(s.row_index, e.id)::app_private.row_event_pair
+                       order by s.row_index, s.transaction_date - e.transaction_date, e.created, e.id)
+        from pg_temp.statement_rows s
+        join app_public.ledger_events e
+          on e.organization_id = org and e.category_id = payment_account and e.event_type = 'transfer'
+         and e.payment_account_id is distinct from payment_account
+         and e.functional_amount = s.amount and e.direction <> s.direction
+         and e.transaction_date between s.transaction_date - 5 and s.transaction_date
+       where s.event_id is null
+         and not exists (select 1 from pg_temp.statement_rows t where t.event_id = e.id))) t
    where s.row_index = t.row_index;
 
   -- 5. Possible matches: same day, amount and direction, another merchant; an event not taken by
@@ -2719,6 +2713,26 @@ CREATE OR REPLACE FUNCTION app_private.forget_worker_pools(pool_ids text[])
 AS $function$ delete from app_private.worker_heartbeats where pool_id = any (pool_ids) $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.greedy_pairs(pairs app_private.row_event_pair[])
+ RETURNS TABLE(row_index integer, event_id uuid)
+ LANGUAGE plpgsql
+ IMMUTABLE
+AS $function$
+declare
+  p app_private.row_event_pair;
+  v_rows integer[] := '{}';
+  v_events uuid[] := '{}';
+begin
+  foreach p in array coalesce(pairs, '{}') loop
+    if not (p.row_index = any (v_rows)) and not (p.event_id = any (v_events)) then
+      v_rows := v_rows || p.row_index;
+      v_events := v_events || p.event_id;
+    end if;
+  end loop;
+  return query select * from unnest(v_rows, v_events);
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.ignored_while_pending(org uuid, event_id uuid)
  RETURNS boolean
  LANGUAGE sql
@@ -3619,17 +3633,16 @@ CREATE OR REPLACE FUNCTION app_private.pending_settlements(org uuid, payment_acc
  LANGUAGE plpgsql
 AS $function$
 declare
-  v_pair record;
-  v_rows integer[] := '{}';
-  v_events uuid[] := '{}';
   v_from date;
   v_to date;
 begin
   select min(s.transaction_date) - app_private.pending_settle_days(), max(s.transaction_date) + app_private.pending_settle_days()
     into v_from, v_to from pg_temp.statement_rows s where not s.pending and s.event_id is null;
   if v_from is null then return; end if;
-  for v_pair in
-    select s.row_index, e.id
+  return query select * from app_private.greedy_pairs((
+    select array_agg(row(s.row_index, e.id)::app_private.row_event_pair
+                     order by (s.reference is not null and e.reference = s.reference) desc,
+                              abs(s.transaction_date - e.transaction_date), s.row_index, e.created, e.id)
       from pg_temp.statement_rows s
       join app_public.ledger_events e
         on e.organization_id = org and e.payment_account_id = payment_account and e.status = 'pending'
@@ -3639,16 +3652,7 @@ begin
                 and app_private.merchant_key(e.merchant_name) = s.merchant_key
                 and abs(s.transaction_date - e.transaction_date) <= app_private.pending_settle_days()))
      where not s.pending and s.event_id is null
-       and not exists (select 1 from pg_temp.statement_rows t where t.event_id = e.id)
-     order by (s.reference is not null and e.reference = s.reference) desc, abs(s.transaction_date - e.transaction_date),
-              s.row_index, e.created, e.id
-  loop
-    if not (v_pair.row_index = any (v_rows)) and not (v_pair.id = any (v_events)) then
-      v_rows := v_rows || v_pair.row_index;
-      v_events := v_events || v_pair.id;
-    end if;
-  end loop;
-  return query select * from unnest(v_rows, v_events);
+       and not exists (select 1 from pg_temp.statement_rows t where t.event_id = e.id)));
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
