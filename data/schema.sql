@@ -1876,7 +1876,10 @@ begin
                       order by (l.v->>'percent')::numeric desc, l.n limit 1);
     r.tax_code := null;
   end if;
+  -- A new rule (r is a blank record) must be given these two; its priority defaults to 100.
+  if r.vendor_pattern is null then perform app_private.fail('Vendor pattern is required.'); end if;
   if r.account_id is null then perform app_private.fail('categoryId or splits is required.'); end if;
+  r.priority := coalesce(r.priority, 100);
   if priority is not null then
     if priority not between 0 and 1000000 then perform app_private.fail('priority must be between 0 and 1000000.'); end if;
     r.priority := priority;
@@ -6475,8 +6478,6 @@ declare r app_public.category_rules;
 begin
   perform app_private.assert_org_access(organization_id, false);
   r.organization_id := create_category_rule.organization_id;
-  r.priority := 100;
-  if vendor_pattern is null then perform app_private.fail('Vendor pattern is required.'); end if;
   r := app_private.checked_rule(r, vendor_pattern, category_id, priority, direction, amount_min, amount_max,
     payment_account_id, contact_id, tax_code, splits);
   begin
@@ -7549,10 +7550,8 @@ begin
      where x.organization_id = preview_category_rule.organization_id and x.id = category_rule_id;
     if not found then perform app_private.fail('Category rule not found.', 'AP404'); end if;
   else
-    if vendor_pattern is null then perform app_private.fail('Vendor pattern is required.'); end if;
     r.id := gen_random_uuid();
     r.organization_id := preview_category_rule.organization_id;
-    r.priority := 100;
     r.created := now();
   end if;
   r := app_private.checked_rule(r, vendor_pattern, category_id, priority, direction, amount_min, amount_max,
