@@ -83,13 +83,20 @@ insert into app_public.merchant_category_counts (organization_id, merchant, cate
    where organization_id = :'org' and status in ('confirmed', 'synced', 'reconciled') and category_id is not null
    group by 1, 2, 3;
 -- The change feed as an integration finds it after the books came in within the last 30 days: each
--- event's creation and, when confirmed, its confirmation; 40 changes to a transaction.
+-- event's creation and, when confirmed, its confirmation; 40 changes to a transaction (more on a
+-- database whose transaction ids have not reached the feed's count). Their transaction ids are
+-- real past ones, below this script's: a page reads only changes older than every running
+-- transaction, and ids past the database's own would leave every page empty.
+select pg_current_xact_id()::text::bigint as feed_xid \gset
 insert into app_public.ledger_change_feed (organization_id, txid, event_id, kind, at)
-  select :'org', 1000 + (2 * e.n + x.k) / 40, e.id, x.kind, now() - interval '29 days' + (2 * e.n + x.k) * interval '1 millisecond'
-    from bench_events e
-    cross join lateral (values (0, 'created'), (1, 'confirmed')) x (k, kind)
-   where x.k = 0 or e.status = 'confirmed'
-   order by 2, e.n, x.k;
+  select :'org', :feed_xid - 1 - (c.last - c.ord) / c.per, c.id, c.kind,
+         now() - interval '29 days' + c.ord * interval '1 millisecond'
+    from (select e.id, x.kind, 2 * e.n + x.k ord, 2 * max(e.n) over () + 1 last,
+                 greatest(40, ceil((2 * max(e.n) over () + 2) / (:feed_xid - 10.0)))::bigint per
+            from bench_events e
+            cross join lateral (values (0, 'created'), (1, 'confirmed')) x (k, kind)
+           where x.k = 0 or e.status = 'confirmed') c
+   order by 2, c.ord;
 
 set session_replication_role = origin;
 vacuum analyze app_public.ledger_change_feed;

@@ -14,7 +14,7 @@ import { benchDatabase, databaseUrl, generateLedger, latencyRow, startServer, wi
  * from the daily totals) are measured as of today and as of a day in the past year.
  * `--reuse` keeps an already generated database; `--confirm-only` measures only the confirm
  * throughput; `--closing-only` only the closing reports (latencies and plans); `--sales-tax-only`
- * only salesTaxReturn. 60% of the classified events carry Ontario HST (a third journal line).
+ * only salesTaxReturn; `--feed-only` only ledgerChanges. 60% of the classified events carry Ontario HST (a third journal line).
  */
 const DB = "accounting_bench_ledger";
 
@@ -24,6 +24,7 @@ export async function run(args: string[]) {
   const confirmOnly = args.includes("--confirm-only"); // for iterating on the write path
   const closingOnly = args.includes("--closing-only"); // for iterating on the closing reports
   const salesTaxOnly = args.includes("--sales-tax-only"); // the sales tax return alone
+  const feedOnly = args.includes("--feed-only"); // ledgerChanges alone
   const dbUrl = reuse ? databaseUrl(DB) : await benchDatabase(DB);
   const owner = new pg.Pool({ connectionString: dbUrl, max: 2 });
   let org: string;
@@ -81,6 +82,11 @@ export async function run(args: string[]) {
       ["salesTaxReturn GST_HST, a quarter (of the past three years)", (i) => [RETURN, { org, s: daysAgo(91 + (i * 13) % 1000), e: daysAgo((i * 13) % 1000), type: "GST_HST" }]],
       ["salesTaxReturn GST_HST, a year", () => [RETURN, { org, s: daysAgo(365), e: daysAgo(0), type: "GST_HST" }]],
     ];
+    const feed: typeof salesTax = [
+      ["ledgerChanges, a page of 200 after a random cursor (of 1.8M changes)", (i) => [FEED, { org, after: feedCursors[i % feedCursors.length] }]],
+      // An integration catching up: each page after the last one's nextCursor.
+      ["ledgerChanges, the next page of 200 (following nextCursor)", () => [FEED, { org, after: nextCursor }]],
+    ];
     const cases: [string, (i: number) => [string, Record<string, unknown>]][] = [
       ["listLedgerEvents, default page (25, transactionDate desc)", () => [LIST, { org }]],
       ["listLedgerEvents, status + 1-month date range + search", (i) => [LIST, {
@@ -91,9 +97,7 @@ export async function run(args: string[]) {
       ["dashboardSummary, one year", () => [`query($org: UUID!, $s: Date, $e: Date) { dashboardSummary(organizationId: $org, startDate: $s, endDate: $e) { totalRevenue totalExpenses netIncome receiptCount unreviewedCount } }`, { org, s: daysAgo(365), e: daysAgo(0) }]],
       ["incomeStatement, one year", () => [`query($org: UUID!, $s: Date, $e: Date) { incomeStatement(organizationId: $org, startDate: $s, endDate: $e) { incomeAccounts { accountId accountName total } expenseAccounts { accountId accountName total } totalIncome totalExpenses netIncome } }`, { org, s: daysAgo(365), e: daysAgo(0) }]],
       ["accountBalances", () => [`query($org: UUID!) { accountBalances(organizationId: $org) { accountId accountName balance } }`, { org }]],
-      ["ledgerChanges, a page of 200 after a random cursor (of 1.8M changes)", (i) => [FEED, { org, after: feedCursors[i % feedCursors.length] }]],
-      // An integration catching up: each page after the last one's nextCursor.
-      ["ledgerChanges, the next page of 200 (following nextCursor)", () => [FEED, { org, after: nextCursor }]],
+      ...feed,
       ...salesTax,
     ];
     const BALANCE_SHEET = `query($org: UUID!, $asOf: Date) { balanceSheet(organizationId: $org, asOf: $asOf) { asOf fiscalYearStart
@@ -107,7 +111,7 @@ export async function run(args: string[]) {
       ["trialBalance, as of today", () => [TRIAL_BALANCE, { org }]],
       ["trialBalance, as of a day in the past year", (i) => [TRIAL_BALANCE, { org, asOf: daysAgo(1 + (i * 7) % 365) }]],
     ];
-    for (const [name, make] of confirmOnly ? [] : closingOnly ? closing : salesTaxOnly ? salesTax : [...cases, ...closing]) {
+    for (const [name, make] of confirmOnly ? [] : closingOnly ? closing : salesTaxOnly ? salesTax : feedOnly ? feed : [...cases, ...closing]) {
       const line = await latencyRow(name, (i) => post(...make(i)));
       results.push(line);
       console.log(line);
@@ -139,7 +143,7 @@ export async function run(args: string[]) {
     }
 
     // Throughput: autocannon, 10 connections, each request confirming the next distinct classified event.
-    if (!closingOnly && !salesTaxOnly) {
+    if (!closingOnly && !salesTaxOnly && !feedOnly) {
       const CONFIRM = "mutation($org: UUID!, $id: UUID!) { confirmLedgerEvent(organizationId: $org, eventId: $id) { success error journalEntryId } }";
       for (const id of toConfirm.splice(0, 100)) await post(CONFIRM, { org, id }); // warm-up
       let next = 0;
@@ -166,7 +170,7 @@ export async function run(args: string[]) {
     await server.stop();
   }
 
-  if (confirmOnly) {
+  if (confirmOnly || feedOnly) {
     await owner.end();
     return;
   }
