@@ -127,6 +127,33 @@ describe("ledgerChanges", () => {
   });
 });
 
+describe("ledgerChanges and reconciliations", () => {
+  it("a tick and an untick are changes of the event (its cleared), and completing it reconciles", async () => {
+    const t = await createTenant(h);
+    const [chequing, fees] = [await account(t, "Chequing"), await account(t, "Bank Fees & Charges")];
+    const m = async (doc: string, vars: Record<string, unknown>, field: string) => {
+      const r = dataOf(await h.gql(doc, { o: t.organizationId, ...vars }, t.apiKey), field);
+      if (r.success === false) throw new Error(r.error);
+      return r;
+    };
+    const id = (await m(`mutation($o: UUID!, $c: UUID, $p: UUID) { createLedgerEvent(organizationId: $o, merchantName: "Bank fee", amount: "4.00",
+      transactionDate: "2026-06-02", categoryId: $c, paymentAccountId: $p) { success error eventId } }`, { c: fees, p: chequing }, "createLedgerEvent")).eventId;
+    await m(`mutation($o: UUID!, $e: UUID!) { confirmLedgerEvent(organizationId: $o, eventId: $e) { success error } }`, { e: id }, "confirmLedgerEvent");
+    const rec = (await m(`mutation($o: UUID!, $p: UUID!) { startReconciliation(organizationId: $o, paymentAccountId: $p, statementDate: "2026-06-30",
+      closingBalance: "-4.00") { success error reconciliation { id } } }`, { p: chequing }, "startReconciliation")).reconciliation.id;
+    const SET = `mutation($o: UUID!, $r: UUID!, $ids: [UUID!]!, $c: Boolean!) { setCleared(organizationId: $o, reconciliationId: $r, eventIds: $ids, cleared: $c) { success error } }`;
+    await m(SET, { r: rec, ids: [id], c: true }, "setCleared");
+    await m(SET, { r: rec, ids: [id], c: false }, "setCleared");
+    await m(SET, { r: rec, ids: [id], c: true }, "setCleared");
+    await m(`mutation($o: UUID!, $r: UUID!) { completeReconciliation(organizationId: $o, reconciliationId: $r) { success error } }`, { r: rec }, "completeReconciliation");
+    const page: any = await caughtUp(t, 6);
+    expect(page.changes.map((c: any) => c.kind)).toEqual(["created", "confirmed", "updated", "updated", "updated", "reconciled"]);
+    const cleared = dataOf(await h.gql(`query($o: UUID!) { ledgerChanges(organizationId: $o) { changes { event { cleared status } } } }`,
+      { o: t.organizationId }, t.apiKey), "ledgerChanges");
+    expect(cleared.changes[5].event).toEqual({ cleared: true, status: "reconciled" });
+  });
+});
+
 describe("markLedgerEventsSynced", () => {
   it("moves confirmed events to synced with their external ids, all or none; a synced event changes only by reversal", async () => {
     const t = await createTenant(h);

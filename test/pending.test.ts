@@ -61,6 +61,30 @@ describe("pending bank rows", () => {
     expect((await events("HARDWARE")).map((e: any) => [e.status, e.d])).toEqual([["pending", "2026-07-10"], ["needs_review", "2026-07-16"]]);
   });
 
+  it("a settled event whose amount changed is classified again by the rules, as a new one would be", async () => {
+    const account = async (name: string) => (await h.owner.query("select id from app_public.accounts where organization_id = $1 and name = $2", [t.organizationId, name])).rows[0].id;
+    const [fees, cogs] = [await account("Bank Fees & Charges"), await account("Cost of Goods Sold")];
+    const RULE = `mutation($o: UUID!, $p: String!, $c: UUID!, $min: String, $max: String) {
+      createCategoryRule(organizationId: $o, vendorPattern: $p, categoryId: $c, amountMin: $min, amountMax: $max) { success error } }`;
+    for (const [c, min, max] of [[fees, null, "20.00"], [cogs, "20.01", null]]) {
+      expect(dataOf(await h.gql(RULE, { o: t.organizationId, p: "PARKING%", c, min, max }, t.apiKey), "createCategoryRule")).toMatchObject({ success: true });
+    }
+    const category = async (merchant: string) => (await h.owner.query(`select status, category_id from app_public.ledger_events
+      where organization_id = $1 and merchant_name = $2`, [t.organizationId, merchant])).rows;
+    await importRows([
+      { transactionDate: "2026-07-20", description: "PARKING LOT A", amount: "-15.00", reference: "P-1", pending: true },
+      { transactionDate: "2026-07-20", description: "PARKING LOT B", amount: "-12.00", reference: "P-2", pending: true },
+    ]);
+    expect(await category("PARKING LOT A")).toEqual([{ status: "pending", category_id: fees }]);
+    expect(await importRows([
+      { transactionDate: "2026-07-21", description: "PARKING LOT A", amount: "-25.00", reference: "P-1" },
+      { transactionDate: "2026-07-21", description: "PARKING LOT B", amount: "-12.00", reference: "P-2" },
+    ])).toMatchObject({ importedCount: 0, settledCount: 2 });
+    // 25.00 is past the first rule's range: the second one's category; the same amount keeps its own.
+    expect(await category("PARKING LOT A")).toEqual([{ status: "needs_review", category_id: cogs }]);
+    expect(await category("PARKING LOT B")).toEqual([{ status: "needs_review", category_id: fees }]);
+  });
+
   it("a pending row not posted within 14 days is ignored by the hourly task", async () => {
     const day = (ago: number) => new Date(Date.now() - ago * 86_400_000).toISOString().slice(0, 10);
     await importRows([
