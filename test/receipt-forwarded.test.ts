@@ -38,9 +38,25 @@ describe("a forwarded receipt", () => {
     expect(vendorFromHeaders("olive@gmail.com", null)).toBeNull();
   });
 
+  it("a receipt that prints no date takes the forwarded message's date, trusted little", () => {
+    const body = ["", "Order 1042", "1 x Ledger paper 14.00", "Total 14.00"];
+    const headers: [string, string][] = [
+      ["---------- Forwarded message ---------\nFrom: Lumen Books <orders@lumenbooks.example>\nDate: Tue, Mar 4, 2025 at 9:14 AM", "2025-03-04"],
+      ["Begin forwarded message:\n\n> From: Lumen Books <orders@lumenbooks.example>\n> Date: November 24, 2026 at 8:05:17 AM EST", "2026-11-24"],
+      ["FYI\n________________________________\nFrom: Lumen Books <orders@lumenbooks.example>\nSent: Monday, March 3, 2025 8:05 AM", "2025-03-03"],
+    ];
+    for (const [forward, day] of headers) {
+      const parsed = parseReceiptText([forward, "Subject: Your order", ...body].join("\n"), { dateOrder: "auto" });
+      expect(parsed).toMatchObject({ dateReadings: [day], dateConfidence: "low", amount: "14.00" });
+    }
+    // A date the receipt prints wins over the day it was forwarded.
+    const printed = parseReceiptText([headers[0][0], "Subject: Your order", "", "Order 1042 - 03/01/2025", "Total 14.00"].join("\n"), { dateOrder: "MDY" });
+    expect(printed.dateReadings).toEqual(["2025-03-01"]);
+  });
+
   it("a receipt's own Date: or To: line at the top is not taken for an email header", () => {
     expect(unwrapForwarded(["DATE: 07/08/2019", "TOTAL 12.00"]).lines).toEqual(["DATE: 07/08/2019", "TOTAL 12.00"]);
-    expect(unwrapForwarded(["From: a@b.example", "Subject: x", "TOTAL 12.00"])).toEqual({ lines: ["TOTAL 12.00"], sender: "a@b.example", subject: "x" });
+    expect(unwrapForwarded(["From: a@b.example", "Subject: x", "TOTAL 12.00"])).toEqual({ lines: ["TOTAL 12.00"], sender: "a@b.example", subject: "x", date: null });
   });
 
   it("the forwarder's note above the marker is not the receipt: the vendor then comes from the forwarded sender", () => {

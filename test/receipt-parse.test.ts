@@ -20,6 +20,16 @@ describe("receipt total", () => {
     expect(amountOf("Total items 3\nTotal qty 12\nTOTAL 4.50")).toBe("4.50");
   });
 
+  it("never takes a rounding or change amount below the receipt's parts for the total", () => {
+    // A photo's column of labels lost its "Rounding" line: TOTAL pairs with the rounding amount.
+    const askew = ["SUB TOTAL", "TOTAL", "CASH", "CHANGE", "46.89", "0.01", "46.90", "50.00", "3.10"].join("\n");
+    expect(parse(askew)).toMatchObject({ amount: null, amountConfidence: null });
+    // The strongest label on an amount below the parts gives way to a total that clears them.
+    expect(parse("Sub Total 46.89\nTotal 46.90\nAmount Due 0.01\nCash 50.00")).toMatchObject({ amount: "46.90", amountConfidence: "medium" });
+    // A subtotal nothing reaches is the misreading: the total stays.
+    expect(amountOf("Subtotal 1859.35\nTotal 59.35")).toBe("59.35");
+  });
+
   it("knows the labels of a grand total", () => {
     expect(amountOf("Subtotal 40.00\nTax 5.20\nGRAND TOTAL 45.20\nPaid 50.00")).toBe("45.20");
     expect(amountOf("Total 30.00\nDeposit 10.00\nBALANCE DUE 20.00")).toBe("20.00");

@@ -79,7 +79,7 @@ function checksFor(cents: number, line: number, byRole: Record<Role, Candidate[]
  */
 export function totalByConsistency(lines: string[]): TotalReading | null {
   const all = candidates(lines);
-  const primary = totalAmong(all);
+  let primary: { cents: number; line: number } | null = totalAmong(all);
   const found = all.filter((c) => c.cents !== 0);
   const byRole: Record<Role, Candidate[]> = { subtotal: [], tax: [], rounding: [], discount: [], cash: [], change: [], card: [], other: [] };
   for (const c of found) byRole[roleOf(c)].push(c);
@@ -89,6 +89,12 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
   const totals = found.filter((c) => roleOf(c) === "other");
   const primaryChecks = primary ? checksFor(primary.cents, primary.line, byRole) : [];
   if (primary && primaryChecks.length > 0) return { ...primary, confidence: "checked", checks: primaryChecks };
+  // A total below the receipt's own parts (a rounding or change amount, its label and amount
+  // paired askew in a photo) is no total, when an amount labelled a total or paid reaches the
+  // parts: without one, the parts are the misreading (a subtotal read 1,859.35 for 59.35).
+  const floor = partsFloor(byRole);
+  const reached = found.some((c) => c.cents >= floor && (c.label >= Label.TOTAL || ["cash", "card"].includes(roleOf(c))));
+  if (primary && primary.cents > 0 && primary.cents < floor && reached) primary = null;
 
   // "Amount due", "Total payable": what the customer pays, even where partial totals add up to something else (an adjustment note).
   const primaryLabel = primary ? labelOf(found, primary) : Label.NONE;
@@ -107,8 +113,27 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
     }
   }
   if (best) return best;
-  if (!primary) return null;
+  if (!primary) {
+    // The strongest-labelled amount that clears the parts; else nothing, rather than a guess.
+    const labelled = totals.filter((c) => c.label >= Label.TOTAL && c.cents >= floor);
+    const strongest = labelled.reduce((m, c) => Math.max(m, c.label), Label.NONE as number);
+    const pool = labelled.filter((c) => c.label === strongest);
+    if (pool.length === 0) return null;
+    const chosen = pool.reduce((a, b) => (b.cents > a.cents ? b : a));
+    return { cents: chosen.cents, line: chosen.line, confidence: "labelled", checks: [] };
+  }
   return { ...primary, confidence: primaryLabel >= Label.TOTAL ? "labelled" : "guessed", checks: [] };
+}
+
+/**
+ * What a positive total cannot be below: the subtotal less the largest discount, and any tax or
+ * charge added to it (a refund or adjustment note, negative, has no such bound).
+ */
+function partsFloor(byRole: Record<Role, Candidate[]>): number {
+  const discount = byRole.discount.reduce((m, c) => Math.max(m, Math.abs(c.cents)), 0);
+  const subtotal = byRole.subtotal.reduce((m, c) => Math.max(m, c.cents), 0);
+  const tax = byRole.tax.reduce((m, c) => Math.max(m, c.cents), 0);
+  return Math.max(subtotal - discount, tax, 0);
 }
 
 /** The strongest label the receipt gives the amount findTotal chose, where it chose it. */

@@ -27,12 +27,16 @@ export interface Unwrapped {
   /** The forwarded message's sender as written ("Corner Bakery <receipts@cornerbakery.com>"). */
   sender: string | null;
   subject: string | null;
+  /** The forwarded message's Date header as written ("Mon, Nov 23, 2026 at 9:14 AM"): when the
+   * receipt itself prints no date, the day it was sent is the best one there is. */
+  date: string | null;
 }
 
-/** The receipt's own lines, without the forwarding around them, and the forwarded headers' sender and subject. */
+/** The receipt's own lines, without the forwarding around them, and the forwarded headers' sender, subject and date. */
 export function unwrapForwarded(lines: string[]): Unwrapped {
   let sender: string | null = null;
   let subject: string | null = null;
+  let date: string | null = null;
   const kept: string[] = [];
   // Header lines are held until their block ends: a block after a marker, or one naming a sender or a
   // subject, is the forwarded message's; any other (a receipt's own "Date: 07/08/2019" first) stays.
@@ -51,6 +55,8 @@ export function unwrapForwarded(lines: string[]): Unwrapped {
       if (!isHeaders) kept.push(h.line);
       else if (["from", "de", "von"].includes(h.name)) sender = h.value || sender;
       else if (["subject", "objet", "betreff"].includes(h.name)) subject = h.value || subject;
+      // "Sent:" is Outlook's date header; the first forwarded message's date is the receipt's.
+      else if (["date", "sent", "envoyé", "gesendet"].includes(h.name)) date ??= h.value || null;
     }
     held = [];
     afterMarker = false;
@@ -68,7 +74,7 @@ export function unwrapForwarded(lines: string[]): Unwrapped {
     kept.push(line);
   }
   endBlock();
-  return { lines: kept, sender, subject };
+  return { lines: kept, sender, subject, date };
 }
 
 /**

@@ -25,7 +25,12 @@ export function parseReceiptText(text: string, opts: { dateOrder: DateOrder }): 
   const sender = readings.find((reading) => reading.sender)?.sender ?? null;
   const subject = readings.find((reading) => reading.subject)?.subject ?? null;
   const total = totalByConsistency(lines);
-  const date = receiptDate(lines, opts.dateOrder);
+  const printed = receiptDate(lines, opts.dateOrder);
+  // A forwarded receipt that prints no date was bought no later than it was forwarded: the
+  // forwarded headers' date, trusted little (a receipt may be forwarded days later).
+  const sentOn = readings.find((reading) => reading.date)?.date ?? null;
+  const fromHeader = printed.readings.length === 0 && sentOn ? receiptDate([sentOn.slice(0, 200)], opts.dateOrder) : null;
+  const date = fromHeader?.readings.length ? { readings: fromHeader.readings, confidence: "low" as const } : printed;
   const fromDocument = findVendor(lines, readingStarts);
   const fromHeaders = fromDocument ? null : vendorFromHeaders(sender, subject);
   return {
