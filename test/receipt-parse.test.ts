@@ -26,8 +26,9 @@ describe("receipt total", () => {
     expect(parse(askew)).toMatchObject({ amount: null, amountConfidence: null });
     // The strongest label on an amount below the parts gives way to a total that clears them.
     expect(parse("Sub Total 46.89\nTotal 46.90\nAmount Due 0.01\nCash 50.00")).toMatchObject({ amount: "46.90", amountConfidence: "medium" });
-    // A subtotal nothing reaches is the misreading: the total stays.
+    // A subtotal nothing reaches is the misreading: the total stays; so does one just under its parts (a digit misread).
     expect(amountOf("Subtotal 1859.35\nTotal 59.35")).toBe("59.35");
+    expect(amountOf("Sub-Total 62.80\nTotal GST(I) 3.51\nTotal Incl GST RM 62.00\nCard type : VISA 62.88")).toBe("62.00");
   });
 
   it("knows the labels of a grand total", () => {

@@ -89,12 +89,14 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
   const totals = found.filter((c) => roleOf(c) === "other");
   const primaryChecks = primary ? checksFor(primary.cents, primary.line, byRole) : [];
   if (primary && primaryChecks.length > 0) return { ...primary, confidence: "checked", checks: primaryChecks };
-  // A total below the receipt's own parts (a rounding or change amount, its label and amount
-  // paired askew in a photo) is no total, when an amount labelled a total or paid reaches the
-  // parts: without one, the parts are the misreading (a subtotal read 1,859.35 for 59.35).
+  // A total under half the receipt's own parts (a rounding or change amount, its label and
+  // amount paired askew in a photo) is no total, when an amount labelled a total or paid reaches
+  // the parts: without one, the parts are the misreading (a subtotal read 1,859.35 for 59.35). A
+  // total just under them is a digit misread on one side or the other (62.00 against a subtotal
+  // read 62.80), and stays.
   const floor = partsFloor(byRole);
   const reached = found.some((c) => c.cents >= floor && (c.label >= Label.TOTAL || ["cash", "card"].includes(roleOf(c))));
-  if (primary && primary.cents > 0 && primary.cents < floor && reached) primary = null;
+  if (primary && primary.cents > 0 && primary.cents * 2 < floor && reached) primary = null;
 
   // "Amount due", "Total payable": what the customer pays, even where partial totals add up to something else (an adjustment note).
   const primaryLabel = primary ? labelOf(found, primary) : Label.NONE;
