@@ -26,6 +26,10 @@ describe("receipt total", () => {
     expect(parse(askew)).toMatchObject({ amount: null, amountConfidence: null });
     // The strongest label on an amount below the parts gives way to a total that clears them.
     expect(parse("Sub Total 46.89\nTotal 46.90\nAmount Due 0.01\nCash 50.00")).toMatchObject({ amount: "46.90", amountConfidence: "medium" });
+    // One reading's total misread under the parts (44.20 for 46.20) gives way to the other's.
+    expect(amountOf("Sub Total 46.20\nTotal Incl. GST 44.20\nTOTAL 46.20\nCASH 50.00")).toBe("46.20");
+    // Under the parts, an amount the arithmetic supports replaces it whatever its label (44.94 + 1.26).
+    expect(parse("Sub-Total 44.94\nGST 1.26\nTotal 44.20\n46.20\nMaster 46.20")).toMatchObject({ amount: "46.20", amountConfidence: "high" });
     // A subtotal nothing reaches is the misreading: the total stays; so does one just under its parts (a digit misread).
     expect(amountOf("Subtotal 1859.35\nTotal 59.35")).toBe("59.35");
     expect(amountOf("Sub-Total 62.80\nTotal GST(I) 3.51\nTotal Incl GST RM 62.00\nCard type : VISA 62.88")).toBe("62.00");

@@ -79,7 +79,7 @@ function checksFor(cents: number, line: number, byRole: Record<Role, Candidate[]
  */
 export function totalByConsistency(lines: string[]): TotalReading | null {
   const all = candidates(lines);
-  let primary: { cents: number; line: number } | null = totalAmong(all);
+  const primary = totalAmong(all);
   const found = all.filter((c) => c.cents !== 0);
   const byRole: Record<Role, Candidate[]> = { subtotal: [], tax: [], rounding: [], discount: [], cash: [], change: [], card: [], other: [] };
   for (const c of found) byRole[roleOf(c)].push(c);
@@ -89,17 +89,16 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
   const totals = found.filter((c) => roleOf(c) === "other");
   const primaryChecks = primary ? checksFor(primary.cents, primary.line, byRole) : [];
   if (primary && primaryChecks.length > 0) return { ...primary, confidence: "checked", checks: primaryChecks };
-  // A total under half the receipt's own parts (a rounding or change amount, its label and
-  // amount paired askew in a photo) is no total, when an amount labelled a total or paid reaches
-  // the parts: without one, the parts are the misreading (a subtotal read 1,859.35 for 59.35). A
-  // total just under them is a digit misread on one side or the other (62.00 against a subtotal
-  // read 62.80), and stays.
+  // A total below the receipt's own parts is a misreading when an amount labelled a total or paid
+  // reaches them (without one, the parts are the misreading: a subtotal read 1,859.35 for 59.35):
+  // any amount the arithmetic supports replaces it, whatever its label (44.94 + 1.26 = 46.20 over a
+  // "Total" misread 44.20).
   const floor = partsFloor(byRole);
   const reached = found.some((c) => c.cents >= floor && (c.label >= Label.TOTAL || ["cash", "card"].includes(roleOf(c))));
-  if (primary && primary.cents > 0 && primary.cents * 2 < floor && reached) primary = null;
+  const belowParts = primary !== null && primary.cents > 0 && primary.cents < floor && reached;
 
   // "Amount due", "Total payable": what the customer pays, even where partial totals add up to something else (an adjustment note).
-  const primaryLabel = primary ? labelOf(found, primary) : Label.NONE;
+  const primaryLabel = primary && !belowParts ? labelOf(found, primary) : Label.NONE;
   // Another amount the arithmetic supports: the most checks, then the strongest label, then the later line.
   let best: TotalReading | null = null;
   let bestLabel: number = Label.NOT_TOTAL;
@@ -115,16 +114,24 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
     }
   }
   if (best) return best;
-  if (!primary) {
-    // The strongest-labelled amount that clears the parts; else nothing, rather than a guess.
-    const labelled = totals.filter((c) => c.label >= Label.TOTAL && c.cents >= floor);
-    const strongest = labelled.reduce((m, c) => Math.max(m, c.label), Label.NONE as number);
-    const pool = labelled.filter((c) => c.label === strongest);
-    if (pool.length === 0) return null;
-    const chosen = pool.reduce((a, b) => (b.cents > a.cents ? b : a));
-    return { cents: chosen.cents, line: chosen.line, confidence: "labelled", checks: [] };
+  if (!primary) return null;
+  if (belowParts) {
+    // Without arithmetic: the strongest-labelled amount that clears the parts (another reading's
+    // total); with none, a total under half the parts is no total at all (a rounding or change
+    // amount, its label and amount paired askew in a photo), and one just under them stays (62.00
+    // against a subtotal read 62.80: a digit misread on either side).
+    const clearing = strongestLabelled(totals.filter((c) => c.cents >= floor));
+    if (clearing) return { cents: clearing.cents, line: clearing.line, confidence: "labelled", checks: [] };
+    if (primary.cents * 2 < floor) return null;
   }
-  return { ...primary, confidence: primaryLabel >= Label.TOTAL ? "labelled" : "guessed", checks: [] };
+  return { ...primary, confidence: labelOf(found, primary) >= Label.TOTAL ? "labelled" : "guessed", checks: [] };
+}
+
+/** The amount with the strongest total label, the largest among equals; none without a total label. */
+function strongestLabelled(of: Candidate[]): Candidate | null {
+  const labelled = of.filter((c) => c.label >= Label.TOTAL);
+  const strongest = labelled.reduce((m, c) => Math.max(m, c.label), Label.NONE as number);
+  return labelled.filter((c) => c.label === strongest).reduce<Candidate | null>((a, b) => (a && a.cents >= b.cents ? a : b), null);
 }
 
 /**
