@@ -2774,30 +2774,34 @@ begin
     select m.*, app_private.uuid_v7() id from m where not m.is_duplicate and not m.settles_pending
   ), unclassified as (
     -- Pending events settled with another amount lose their classification (it was made for the
-    -- old one), and with those never classified they are classified again, as a new event is.
-    select e.id, e.merchant_name, e.direction, e.event_type, m.amount, m.transaction_date
+    -- old one); with those never classified, the rules are asked for them as for a new event.
+    select e.id, e.merchant_name, e.direction, e.event_type, e.contact_id, e.category_id, m.amount, m.transaction_date
       from m join app_public.ledger_events e on e.id = m.matching_event_id
      where m.settles_pending and e.status = 'pending' and (e.functional_amount <> m.amount or e.category_id is null)
   ), ruled as (
-    -- Behavior rule 10: the rule for each new or unclassified event (rule_classifications), as
-    -- createLedgerEvent applies it.
+    -- The rule for each new or unclassified event (rule_classifications), as createLedgerEvent
+    -- applies it.
     select * from app_private.rule_classifications(org, array(
       select row(f.id, f.merchant_name, f.direction, f.amount, payment_account_id, f.event_type, f.transaction_date, null)::app_private.rule_subject
         from fresh f
       union all
-      select row(u.id, u.merchant_name, u.direction, u.amount, payment_account_id, u.event_type, u.transaction_date, null)::app_private.rule_subject
+      select row(u.id, u.merchant_name, u.direction, u.amount, payment_account_id, u.event_type, u.transaction_date, u.contact_id)::app_private.rule_subject
         from unclassified u))
   ), settled as (
-    -- The posted row's day and amount, and the classification kept or made again.
+    -- Whether the classification stays is judged on the row as it is now, not as the statement's
+    -- snapshot saw it: a person may classify the pending event while the import runs. It stays
+    -- when the amount is the posted one, unless it is empty and a rule has one; otherwise the
+    -- rule's (none without a rule: a new amount is classified again). A rule's contact replaces
+    -- the event's only when it names one.
     update app_public.ledger_events e set status = 'needs_review', transaction_date = m.transaction_date,
         functional_amount = m.amount, reference = coalesce(m.reference, e.reference),
-        category_id = case when u.id is null then e.category_id else r.category_id end,
-        splits = case when u.id is null then e.splits else r.splits end,
-        tax_amount = case when u.id is null then e.tax_amount else r.tax_amount end,
-        tax_code = case when u.id is null then e.tax_code else r.tax_code end,
-        tax_account_id = case when u.id is null then e.tax_account_id else r.tax_account_id end,
-        contact_id = coalesce(e.contact_id, r.contact_id)
-      from m left join unclassified u on u.id = m.matching_event_id left join ruled r on r.event_id = m.matching_event_id
+        category_id = case when (e.functional_amount = m.amount and (e.category_id is not null or r.event_id is null)) then e.category_id else r.category_id end,
+        splits = case when (e.functional_amount = m.amount and (e.category_id is not null or r.event_id is null)) then e.splits else r.splits end,
+        tax_amount = case when (e.functional_amount = m.amount and (e.category_id is not null or r.event_id is null)) then e.tax_amount else r.tax_amount end,
+        tax_code = case when (e.functional_amount = m.amount and (e.category_id is not null or r.event_id is null)) then e.tax_code else r.tax_code end,
+        tax_account_id = case when (e.functional_amount = m.amount and (e.category_id is not null or r.event_id is null)) then e.tax_account_id else r.tax_account_id end,
+        contact_id = case when (e.functional_amount = m.amount and (e.category_id is not null or r.event_id is null)) then e.contact_id else coalesce(r.contact_id, e.contact_id) end
+      from m left join ruled r on r.event_id = m.matching_event_id
      where m.settles_pending and e.id = m.matching_event_id and e.status = 'pending'
      returning 1
   ), inserted as (
@@ -2811,8 +2815,10 @@ begin
         from fresh f left join ruled r on r.event_id = f.id order by f.row_index
       returning 1
   ), counted as (
+    -- A settled event the same category again is no new match of its rule.
     update app_public.category_rules r set match_count = r.match_count + c.n
-      from (select x.rule_id, count(*) n from ruled x group by x.rule_id) c
+      from (select x.rule_id, count(*) n from ruled x left join unclassified u on u.id = x.event_id
+             where u.category_id is distinct from x.category_id group by x.rule_id) c
      where r.id = c.rule_id
   )
   select (select count(*) from inserted), (select count(*) from settled), (select count(*) from m),
@@ -3013,6 +3019,7 @@ CREATE OR REPLACE FUNCTION app_private.ledger_events_json(event_ids uuid[])
  RETURNS TABLE(id uuid, event jsonb)
  LANGUAGE plpgsql
  STABLE
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 begin
   return query select e.id, jsonb_build_object(
@@ -5811,8 +5818,9 @@ begin
   else
     insert into app_public.ledger_change_feed (organization_id, event_id, kind)
       select distinct o.organization_id, o.event_id, 'updated' from old_rows o
-       -- An organization or event being deleted takes its feed with it, or has its own change.
-       where exists (select 1 from app_public.ledger_events e where e.id = o.event_id)
+       -- An organization being deleted takes its feed with it; an event deleted has its own change.
+       where exists (select 1 from app_public.organizations g where g.id = o.organization_id)
+         and exists (select 1 from app_public.ledger_events e where e.id = o.event_id)
        order by o.event_id;
   end if;
   return null;
@@ -6613,8 +6621,8 @@ begin
     if payment_account_id = v_category then perform app_private.fail('Category and payment account must differ.'); end if;
   end if;
   v_id := app_private.uuid_v7();
-  -- Behavior rule 10: without a category, the rule for the event (rule_classifications) classifies
-  -- it. (Asked about no event when a category is given: the record still gets its fields, null.)
+  -- Without a category, the rule for the event (rule_classifications) classifies it. (Asked
+  -- about no event when a category is given: the record still gets its fields, null.)
   select * into v_rule from app_private.rule_classifications(create_ledger_event.organization_id,
     case when v_category is null then array[row(v_id, v_merchant, app_private.direction_for(v_type), v_amount,
       payment_account_id, v_type, v_date, null)::app_private.rule_subject] else '{}' end);
@@ -7534,7 +7542,8 @@ begin
   insert into app_public.ledger_change_feed (organization_id, event_id, kind)
     select mark_ledger_events_synced.organization_id, a.id, 'synced' from unnest(v_already) a (id) order by a.id;
   return jsonb_build_object('success', true, 'error', null, 'syncedCount', array_length(v_ids, 1),
-    'events', (select jsonb_agg(app_private.ledger_event_json_by_id(i) order by o) from unnest(v_ids) with ordinality t (i, o)));
+    'events', (select jsonb_agg(x.event order by t.o) from unnest(v_ids) with ordinality t (i, o)
+                 join app_private.ledger_events_json(v_ids) x on x.id = t.i));
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 

@@ -64,25 +64,34 @@ describe("pending bank rows", () => {
   it("a settled event whose amount changed is classified again by the rules, as a new one would be", async () => {
     const account = async (name: string) => (await h.owner.query("select id from app_public.accounts where organization_id = $1 and name = $2", [t.organizationId, name])).rows[0].id;
     const [fees, cogs] = [await account("Bank Fees & Charges"), await account("Cost of Goods Sold")];
-    const RULE = `mutation($o: UUID!, $p: String!, $c: UUID!, $min: String, $max: String) {
-      createCategoryRule(organizationId: $o, vendorPattern: $p, categoryId: $c, amountMin: $min, amountMax: $max) { success error } }`;
-    for (const [c, min, max] of [[fees, null, "20.00"], [cogs, "20.01", null]]) {
-      expect(dataOf(await h.gql(RULE, { o: t.organizationId, p: "PARKING%", c, min, max }, t.apiKey), "createCategoryRule")).toMatchObject({ success: true });
+    const contact = async (name: string) => dataOf(await h.gql(`mutation($o: UUID!, $n: String!) { createContact(organizationId: $o, contactType: "vendor",
+      displayName: $n) { success error contact { id } } }`, { o: t.organizationId, n: name }, t.apiKey), "createContact").contact.id;
+    const [small, big] = [await contact("Small Lot Co"), await contact("Big Lot Co")];
+    const RULE = `mutation($o: UUID!, $p: String!, $c: UUID!, $min: String, $max: String, $k: UUID) {
+      createCategoryRule(organizationId: $o, vendorPattern: $p, categoryId: $c, amountMin: $min, amountMax: $max, contactId: $k) { success error categoryRule { id } } }`;
+    const rules: string[] = [];
+    for (const [c, min, max, k] of [[fees, null, "20.00", small], [cogs, "20.01", null, big]]) {
+      const r = dataOf(await h.gql(RULE, { o: t.organizationId, p: "PARKING%", c, min, max, k }, t.apiKey), "createCategoryRule");
+      expect(r).toMatchObject({ success: true });
+      rules.push(r.categoryRule.id);
     }
-    const category = async (merchant: string) => (await h.owner.query(`select status, category_id from app_public.ledger_events
+    const category = async (merchant: string) => (await h.owner.query(`select status, category_id, contact_id from app_public.ledger_events
       where organization_id = $1 and merchant_name = $2`, [t.organizationId, merchant])).rows;
     await importRows([
       { transactionDate: "2026-07-20", description: "PARKING LOT A", amount: "-15.00", reference: "P-1", pending: true },
       { transactionDate: "2026-07-20", description: "PARKING LOT B", amount: "-12.00", reference: "P-2", pending: true },
     ]);
-    expect(await category("PARKING LOT A")).toEqual([{ status: "pending", category_id: fees }]);
+    expect(await category("PARKING LOT A")).toEqual([{ status: "pending", category_id: fees, contact_id: small }]);
     expect(await importRows([
       { transactionDate: "2026-07-21", description: "PARKING LOT A", amount: "-25.00", reference: "P-1" },
       { transactionDate: "2026-07-21", description: "PARKING LOT B", amount: "-12.00", reference: "P-2" },
     ])).toMatchObject({ importedCount: 0, settledCount: 2 });
-    // 25.00 is past the first rule's range: the second one's category; the same amount keeps its own.
-    expect(await category("PARKING LOT A")).toEqual([{ status: "needs_review", category_id: cogs }]);
-    expect(await category("PARKING LOT B")).toEqual([{ status: "needs_review", category_id: fees }]);
+    // 25.00 is past the first rule's range: the second one's category and contact; the same amount keeps its own.
+    expect(await category("PARKING LOT A")).toEqual([{ status: "needs_review", category_id: cogs, contact_id: big }]);
+    expect(await category("PARKING LOT B")).toEqual([{ status: "needs_review", category_id: fees, contact_id: small }]);
+    // Each rule counts the events it classified: the first two, the second one.
+    const { rows: counts } = await h.owner.query("select id, match_count from app_public.category_rules where id = any ($1)", [rules]);
+    expect(Object.fromEntries(counts.map((r: any) => [r.id, r.match_count]))).toEqual({ [rules[0]]: 2, [rules[1]]: 1 });
   });
 
   it("a pending row not posted within 14 days is ignored by the hourly task", async () => {
