@@ -117,7 +117,7 @@ export async function run(args: string[]) {
       console.log(line);
     }
 
-    if (!confirmOnly) {
+    if (!confirmOnly && !feedOnly) {
       // What was measured adds up: assets = liabilities + equity + current-year earnings, debits = credits.
       const bs = (await post(BALANCE_SHEET, { org })).balanceSheet;
       const tb = (await post(TRIAL_BALANCE, { org })).trialBalance;
@@ -130,7 +130,7 @@ export async function run(args: string[]) {
       }
     }
 
-    if (!confirmOnly && !closingOnly) {
+    if (!confirmOnly && !closingOnly && !feedOnly) {
       // The return's figures are those of the journal's tax lines, summed directly.
       const [s, e] = [daysAgo(91), daysAgo(0)];
       const got = (await post(RETURN, { org, s, e, type: "GST_HST" })).salesTaxReturn;
@@ -172,6 +172,7 @@ export async function run(args: string[]) {
 
   if (confirmOnly || feedOnly) {
     await owner.end();
+    if (feedOnly) console.log("\nSummary:\n| request | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|\n" + results.join("\n"));
     return;
   }
   // EXPLAIN ANALYZE of the statements the functions run, as the API role sees them (RLS on).

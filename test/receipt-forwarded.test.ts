@@ -49,6 +49,10 @@ describe("a forwarded receipt", () => {
       const parsed = parseReceiptText([forward, "Subject: Your order", ...body].join("\n"), { dateOrder: "auto" });
       expect(parsed).toMatchObject({ dateReadings: [day], dateConfidence: "low", amount: "14.00" });
     }
+    // A forward of a forward: the shop's own message's date, not the partner's forward.
+    const twice = ["---------- Forwarded message ---------", "From: Sam <sam@maple.test>", "Date: Fri, Dec 5, 2025 at 9:00 AM", "Subject: Fwd: Your order",
+      "", "---------- Forwarded message ---------", "From: Lumen Books <orders@lumenbooks.example>", "Date: Sun, Nov 23, 2025 at 4:12 PM", "Subject: Your order", ...body];
+    expect(parseReceiptText(twice.join("\n"), { dateOrder: "auto" })).toMatchObject({ vendorName: "Lumen Books", dateReadings: ["2025-11-23"] });
     // A date the receipt prints wins over the day it was forwarded.
     const printed = parseReceiptText([headers[0][0], "Subject: Your order", "", "Order 1042 - 03/01/2025", "Total 14.00"].join("\n"), { dateOrder: "MDY" });
     expect(printed.dateReadings).toEqual(["2025-03-01"]);

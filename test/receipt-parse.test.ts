@@ -25,7 +25,10 @@ describe("receipt total", () => {
     const askew = ["SUB TOTAL", "TOTAL", "CASH", "CHANGE", "46.89", "0.01", "46.90", "50.00", "3.10"].join("\n");
     expect(parse(askew)).toMatchObject({ amount: null, amountConfidence: null });
     // The strongest label on an amount below the parts gives way to a total that clears them.
-    expect(parse("Sub Total 46.89\nTotal 46.90\nAmount Due 0.01\nCash 50.00")).toMatchObject({ amount: "46.90", amountConfidence: "medium" });
+    expect(parse("Sub Total 46.89\nTotal Incl GST 0.01\nTotal 46.90\nCash 50.00")).toMatchObject({ amount: "46.90", amountConfidence: "medium" });
+    // An amount due after a deposit, a gift card or a trade-in is what is paid, however far under the parts.
+    expect(amountOf("Subtotal 200.00\nHST 26.00\nTotal 226.00\nDeposit paid 150.00\nBalance due 76.00")).toBe("76.00");
+    expect(amountOf("Subtotal 100.00\nHST 13.00\nTotal 113.00\nGift card 20.00\nAmount due 93.00")).toBe("93.00");
     // One reading's total misread under the parts (44.20 for 46.20) gives way to the other's.
     expect(amountOf("Sub Total 46.20\nTotal Incl. GST 44.20\nTOTAL 46.20\nCASH 50.00")).toBe("46.20");
     // Under the parts, an amount the arithmetic supports replaces it whatever its label (44.94 + 1.26).

@@ -95,7 +95,8 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
   // "Total" misread 44.20).
   const floor = partsFloor(byRole);
   const reached = found.some((c) => c.cents >= floor && (c.label >= Label.TOTAL || ["cash", "card"].includes(roleOf(c))));
-  const belowParts = primary !== null && primary.cents > 0 && primary.cents < floor && reached;
+  // An amount due is exempt: a deposit, gift card, store credit or trade-in takes it below the parts.
+  const belowParts = primary !== null && primary.cents > 0 && primary.cents < floor && reached && labelOf(found, primary) < Label.DUE;
 
   // "Amount due", "Total payable": what the customer pays, even where partial totals add up to something else (an adjustment note).
   const primaryLabel = primary && !belowParts ? labelOf(found, primary) : Label.NONE;

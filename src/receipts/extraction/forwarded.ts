@@ -55,8 +55,9 @@ export function unwrapForwarded(lines: string[]): Unwrapped {
       if (!isHeaders) kept.push(h.line);
       else if (["from", "de", "von"].includes(h.name)) sender = h.value || sender;
       else if (["subject", "objet", "betreff"].includes(h.name)) subject = h.value || subject;
-      // "Sent:" is Outlook's date header; the first forwarded message's date is the receipt's.
-      else if (["date", "sent", "envoyé", "gesendet"].includes(h.name)) date ??= h.value || null;
+      // "Sent:" is Outlook's date header. As with the sender, the innermost forwarded message's
+      // date is the receipt's (a forward of a forward carries the partner's date first).
+      else if (["date", "sent", "envoyé", "gesendet"].includes(h.name)) date = h.value || date;
     }
     held = [];
     afterMarker = false;
