@@ -23,6 +23,12 @@ const caughtUp = async (t: Tenant, n: number) => {
     await new Promise((r) => setTimeout(r, 50));
   }
 };
+/** A mutation of the tenant's organization (`$o`), its result; a business failure throws. */
+const mutateAs = (t: Tenant) => async (doc: string, vars: Record<string, unknown>, field: string) => {
+  const r = dataOf(await h.gql(doc, { o: t.organizationId, ...vars }, t.apiKey), field);
+  if (r.success === false) throw new Error(r.error);
+  return r;
+};
 const account = async (t: Tenant, name: string) =>
   (await h.owner.query("select id from app_public.accounts where organization_id = $1 and name = $2", [t.organizationId, name])).rows[0].id as string;
 
@@ -88,11 +94,7 @@ describe("ledgerChanges", () => {
     const t = await createTenant(h);
     const other = await createTenant(h);
     const [chequing, fees] = [await account(t, "Chequing"), await account(t, "Bank Fees & Charges")];
-    const m = async (doc: string, vars: Record<string, unknown>, field: string) => {
-      const r = dataOf(await h.gql(doc, { o: t.organizationId, ...vars }, t.apiKey), field);
-      if (r.success === false) throw new Error(r.error);
-      return r;
-    };
+    const m = mutateAs(t);
     const id = (await m(`mutation($o: UUID!) { createLedgerEvent(organizationId: $o, merchantName: "Bank fee", amount: "4.00", transactionDate: "2026-06-02") { success error eventId } }`,
       {}, "createLedgerEvent")).eventId;
     await m(`mutation($o: UUID!, $e: UUID!) { updateLedgerEvent(organizationId: $o, eventId: $e, memo: "monthly") { success error } }`, { e: id }, "updateLedgerEvent");
@@ -131,11 +133,7 @@ describe("ledgerChanges and reconciliations", () => {
   it("a tick and an untick are changes of the event (its cleared), and completing it reconciles", async () => {
     const t = await createTenant(h);
     const [chequing, fees] = [await account(t, "Chequing"), await account(t, "Bank Fees & Charges")];
-    const m = async (doc: string, vars: Record<string, unknown>, field: string) => {
-      const r = dataOf(await h.gql(doc, { o: t.organizationId, ...vars }, t.apiKey), field);
-      if (r.success === false) throw new Error(r.error);
-      return r;
-    };
+    const m = mutateAs(t);
     const id = (await m(`mutation($o: UUID!, $c: UUID, $p: UUID) { createLedgerEvent(organizationId: $o, merchantName: "Bank fee", amount: "4.00",
       transactionDate: "2026-06-02", categoryId: $c, paymentAccountId: $p) { success error eventId } }`, { c: fees, p: chequing }, "createLedgerEvent")).eventId;
     await m(`mutation($o: UUID!, $e: UUID!) { confirmLedgerEvent(organizationId: $o, eventId: $e) { success error } }`, { e: id }, "confirmLedgerEvent");
