@@ -8,6 +8,8 @@
  * - Extraction: every corpus file through extractReceipt() with its organization's date order;
  *   vendor (equal ignoring case and spaces), amount (to the cent), date (the true date among the
  *   readings under `auto`, else the one reading) and currency, overall and by kind.
+ * - Phone photos: the PNG receipts again as a phone photographs them (corpus/render.ts'
+ *   photograph, seeded), read as JPEGs, scored the same way.
  * - Matching: a scratch database (bench/support.ts, on BENCH_DATABASE_URL or 127.0.0.1:5432, dropped
  *   at the end) holds the bank events and the receipts with their EXTRACTED fields
  *   (app_private.record_receipt_extraction); app_private.match_receipts links them; links are
@@ -31,7 +33,7 @@ import { benchDatabase, benchServerUrl } from "../../bench/support.ts";
 import { closeOcr } from "../../src/receipts/extraction/index.js";
 import { generateCorpus, type Corpus, type CorpusReceipt } from "./corpus.ts";
 import { evaluateSroie, METHODS, type Report as SroieReport, sroieLines, type Tally } from "./eval-sroie.ts";
-import { accuracyByKind, extractCorpus, FIELDS, pct, scoreExtraction, type Extracted } from "./eval/extraction.ts";
+import { accuracy, accuracyByKind, extractCorpus, extractPhotographs, FIELDS, pct, scoreExtraction, type Extracted } from "./eval/extraction.ts";
 import {
   currentThresholds, loadForMatching, runMatching, scoreByScenario, scoreLinks, simulate,
   type Loaded, type MatchScore,
@@ -96,6 +98,22 @@ async function extraction(args: Args, corpus: Corpus, dir: string): Promise<Extr
   });
   if (args.cache) await writeFile(args.cache, JSON.stringify({ seed: corpus.seed, items }));
   return items;
+}
+
+/** The PNG receipts again, photographed (render.ts' photograph): what a phone's JPEG costs in accuracy. */
+function printPhotographs(items: Extracted[], verbose: boolean): string[] {
+  const acc = accuracy(items);
+  const line = `phone photos of the ${acc.n} png receipts: ` + FIELDS.map((f) => `${f} ${pct(acc.right[f], acc.n)}`).join(", ") +
+    `; ${(acc.seconds / Math.max(acc.n, 1)).toFixed(2)} s each`;
+  console.log(`\n## Phone photos\n\n${line}`);
+  const wrongAmounts = items.filter((it) => !it.correct.amount);
+  const byConfidence = (right: boolean) => items.filter((it) => it.correct.amount === right && it.extraction.amount !== null)
+    .reduce<Record<string, number>>((m, it) => ((m[it.extraction.amountConfidence ?? "none"] = (m[it.extraction.amountConfidence ?? "none"] ?? 0) + 1), m), {});
+  console.log(`amounts right by confidence ${JSON.stringify(byConfidence(true))}, wrong by confidence ${JSON.stringify(byConfidence(false))}, none ${items.filter((it) => it.extraction.amount === null).length}`);
+  if (verbose) {
+    for (const it of wrongAmounts) console.log(`  miss ${it.receipt.id} amount expected ${it.receipt.truth.amount} got ${it.extraction.amount} (${it.extraction.amountConfidence})`);
+  }
+  return [line];
 }
 
 function printExtraction(items: Extracted[], verbose: boolean): string[] {
@@ -206,6 +224,10 @@ async function main() {
     const items = await extraction(args, corpus, dir);
     const extractionMs = performance.now() - t;
     summary.push(...printExtraction(items, args.verbose));
+    t = performance.now();
+    const photos = await extractPhotographs(corpus.receipts, dir, args.seed);
+    summary.push(...printPhotographs(photos, args.verbose));
+    const photoMs = performance.now() - t;
 
     // Matching.
     t = performance.now();
@@ -253,7 +275,7 @@ async function main() {
     } else summary.push(...printSroie(await evaluateSroie(args.sroie)));
     const sroieMs = performance.now() - t;
 
-    summary.push(`time: ${secs(performance.now() - started)} in all (extraction ${secs(extractionMs)}, matching ${secs(matchingMs)}${args.sroie && existsSync(path.join(args.sroie, "labels.json")) ? `, SROIE ${secs(sroieMs)}` : ""})`);
+    summary.push(`time: ${secs(performance.now() - started)} in all (extraction ${secs(extractionMs)}, phone photos ${secs(photoMs)}, matching ${secs(matchingMs)}${args.sroie && existsSync(path.join(args.sroie, "labels.json")) ? `, SROIE ${secs(sroieMs)}` : ""})`);
     console.log("\n## Summary\n");
     for (const l of summary) console.log(l);
   } finally {

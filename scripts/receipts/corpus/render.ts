@@ -128,3 +128,35 @@ export async function renderPdf(lines: Line[], rng: Rng, file: string, opts: { n
   await writeFile(file, await doc.save({ useObjectStreams: false }));
   return { font: opts.narrow ? "Courier" : "Helvetica/Times" };
 }
+
+/**
+ * A phone's photo of a printed receipt, from its rendered PNG: the paper enlarged to fill most of
+ * a 12-megapixel portrait frame, turned a few degrees, on a grey table, shaded from one corner,
+ * a little out of focus, saved as a phone's JPEG. What a person snaps and mails in, and what the
+ * scans of the corpus and of SROIE are not.
+ */
+export async function photograph(png: Buffer, rng: Rng): Promise<Buffer> {
+  const [frameW, frameH] = [3024, 4032];
+  const { width, height } = await sharp(png).metadata();
+  const fill = 0.6 + rng.next() * 0.25;
+  const scale = Math.min((frameW * fill) / width!, (frameH * fill) / height!);
+  const angle = (rng.chance(0.5) ? -1 : 1) * (2 + rng.next() * 6);
+  const table = rng.int(90, 160);
+  const background = { r: table, g: table + 2, b: table + 5 };
+  const paper = await sharp(png)
+    .resize(Math.round(width! * scale), Math.round(height! * scale))
+    .rotate(angle, { background })
+    .blur(0.8 + rng.next() * 0.8)
+    .toBuffer();
+  const paperSize = await sharp(paper).metadata();
+  // Rotation may make the paper wider than the frame: the frame grows to hold it, as a photo would
+  // be taken from further away.
+  const [w, h] = [Math.max(frameW, paperSize.width!), Math.max(frameH, paperSize.height!)];
+  const shade = Buffer.from(`<svg width="${w}" height="${h}"><defs><linearGradient id="g" x1="${rng.int(0, 1)}" y1="0" x2="${rng.int(0, 1)}" y2="1">` +
+    `<stop offset="0" stop-color="#000" stop-opacity="0"/><stop offset="1" stop-color="#000" stop-opacity="${(0.1 + rng.next() * 0.25).toFixed(2)}"/>` +
+    `</linearGradient></defs><rect width="100%" height="100%" fill="url(#g)"/></svg>`);
+  return sharp({ create: { width: w, height: h, channels: 3, background } })
+    .composite([{ input: paper, gravity: "center" }, { input: shade }])
+    .jpeg({ quality: rng.int(72, 90) })
+    .toBuffer();
+}

@@ -7,6 +7,8 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { extractReceipt, type ReceiptExtraction } from "../../../src/receipts/extraction/index.js";
 import type { CorpusReceipt, ReceiptKind } from "../corpus.ts";
+import { photograph } from "../corpus/render.ts";
+import { Rng } from "../corpus/rng.ts";
 
 export const FIELDS = ["vendor", "amount", "date", "currency"] as const;
 export type Field = (typeof FIELDS)[number];
@@ -36,6 +38,21 @@ export function scoreExtraction(r: CorpusReceipt, x: Pick<ReceiptExtraction, "ve
   };
 }
 
+/** One file of a receipt read with its organization's date order, and scored. */
+async function extractOne(receipt: CorpusReceipt, bytes: Buffer, contentType: string): Promise<Extracted> {
+  const started = performance.now();
+  let extraction: ReceiptExtraction;
+  let error: string | undefined;
+  try {
+    extraction = await extractReceipt({ bytes, contentType, dateOrder: receipt.dateOrder });
+  } catch (e) {
+    error = (e as Error).message;
+    extraction = { vendorName: null, vendorConfidence: null, amount: null, amountConfidence: null, currency: null, dateReadings: [], dateConfidence: null, text: "", method: "text" };
+  }
+  return { receipt, extraction, ms: performance.now() - started, error,
+    size: bytes.length, sha256: createHash("sha256").update(bytes).digest("hex"), correct: scoreExtraction(receipt, extraction) };
+}
+
 /** Reads every receipt of the corpus (one at a time: OCR uses the machine's cores itself). */
 export async function extractCorpus(
   receipts: CorpusReceipt[],
@@ -44,21 +61,22 @@ export async function extractCorpus(
 ): Promise<Extracted[]> {
   const out: Extracted[] = [];
   for (const receipt of receipts) {
-    const bytes = await readFile(path.join(dir, receipt.file));
-    const started = performance.now();
-    let extraction: ReceiptExtraction;
-    let error: string | undefined;
-    try {
-      extraction = await extractReceipt({ bytes, contentType: receipt.contentType, dateOrder: receipt.dateOrder });
-    } catch (e) {
-      error = (e as Error).message;
-      extraction = { vendorName: null, vendorConfidence: null, amount: null, amountConfidence: null, currency: null, dateReadings: [], dateConfidence: null, text: "", method: "text" };
-    }
-    const item: Extracted = {
-      receipt, extraction, ms: performance.now() - started, error,
-      size: bytes.length, sha256: createHash("sha256").update(bytes).digest("hex"), correct: scoreExtraction(receipt, extraction) };
-    out.push(item);
-    onProgress?.(out.length, receipts.length, item);
+    out.push(await extractOne(receipt, await readFile(path.join(dir, receipt.file)), receipt.contentType));
+    onProgress?.(out.length, receipts.length, out[out.length - 1]);
+  }
+  return out;
+}
+
+/**
+ * The corpus' PNG receipts as a phone would photograph them (render.ts' photograph, seeded by the
+ * corpus seed and each receipt's place), each read as a JPEG.
+ */
+export async function extractPhotographs(receipts: CorpusReceipt[], dir: string, seed: number): Promise<Extracted[]> {
+  const out: Extracted[] = [];
+  const rng = new Rng(seed * 7919 + 1);
+  for (const [i, receipt] of receipts.entries()) {
+    if (receipt.kind !== "png") continue;
+    out.push(await extractOne(receipt, await photograph(await readFile(path.join(dir, receipt.file)), rng.fork(i + 1)), "image/jpeg"));
   }
   return out;
 }
