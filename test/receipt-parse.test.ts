@@ -22,8 +22,14 @@ describe("receipt total", () => {
 
   it("never takes a rounding or change amount below the receipt's parts for the total", () => {
     // A photo's column of labels lost its "Rounding" line: TOTAL pairs with the rounding amount.
+    // The amounts still add up (46.89 + 0.01, 50.00 - 3.10): 46.90, whatever the labels say.
     const askew = ["SUB TOTAL", "TOTAL", "CASH", "CHANGE", "46.89", "0.01", "46.90", "50.00", "3.10"].join("\n");
-    expect(parse(askew)).toMatchObject({ amount: null, amountConfidence: null });
+    expect(parse(askew)).toMatchObject({ amount: "46.90", amountConfidence: "medium" });
+    // With the total's own amount unread too: nothing, rather than the rounding.
+    const unread = ["SUB TOTAL", "TOTAL", "CASH", "CHANGE", "46.89", "0.01", "50.00", "3.10"].join("\n");
+    expect(parse(unread)).toMatchObject({ amount: null, amountConfidence: null });
+    // Cash and change read one place off their labels: the sum and the difference still name the total.
+    expect(amountOf("Potted orchid 12.67\nSubtotal 9.09\nHST @ 15% 69.69\nTotal 100.00\nCash tendered 30.31\n60.60")).toBe("69.69");
     // The strongest label on an amount below the parts gives way to a total that clears them.
     expect(parse("Sub Total 46.89\nTotal Incl GST 0.01\nTotal 46.90\nCash 50.00")).toMatchObject({ amount: "46.90", amountConfidence: "medium" });
     // An amount due after a deposit, a gift card or a trade-in is what is paid, however far under the parts.

@@ -115,6 +115,16 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
     }
   }
   if (best) return best;
+  // A photo's column of labels read apart from its column of amounts, one of them short, pairs
+  // each label with its neighbour's amount ("Total 100.00" for the cash, "Cash 30.31" for the
+  // change). The amounts still add up: one that is the sum of two others and the difference of two
+  // others (subtotal + tax, cash − change) is the total, whatever the labels say. Trusted as a
+  // labelled total is, not as a checked one: the labels disagree, and on the corpus' photographed
+  // receipts it named a wrong amount too.
+  const unlabelled = sumAndDifference(found);
+  if (unlabelled && unlabelled.cents !== primary?.cents) {
+    return { ...unlabelled, confidence: "labelled", checks: ["a sum of two amounts", "a difference of two amounts"] };
+  }
   if (!primary) return null;
   if (belowParts) {
     // Without arithmetic: the strongest-labelled amount that clears the parts (another reading's
@@ -126,6 +136,20 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
     if (primary.cents * 2 < floor) return null;
   }
   return { ...primary, confidence: labelOf(found, primary) >= Label.TOTAL ? "labelled" : "guessed", checks: [] };
+}
+
+/** At most this many distinct amounts are read for sumAndDifference (a receipt has a few dozen). */
+const MOST_AMOUNTS = 60;
+
+/** The one amount that is both a + b and c − d of other distinct amounts on the receipt, if exactly one is. */
+function sumAndDifference(found: Candidate[]): { cents: number; line: number } | null {
+  const lineOf = new Map<number, number>();
+  for (const c of found) if (c.cents > 0 && !lineOf.has(c.cents)) lineOf.set(c.cents, c.line);
+  if (lineOf.size > MOST_AMOUNTS) return null;
+  const values = [...lineOf.keys()];
+  const both = values.filter((t) =>
+    values.some((a) => a < t && a !== t - a && lineOf.has(t - a)) && values.some((d) => d > t && d - t !== t && lineOf.has(d - t)));
+  return both.length === 1 ? { cents: both[0], line: lineOf.get(both[0])! } : null;
 }
 
 /** The amount with the strongest total label, the largest among equals; none without a total label. */
