@@ -131,7 +131,7 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
     // total); with none, a total under half the parts is no total at all (a rounding or change
     // amount, its label and amount paired askew in a photo), and one just under them stays (62.00
     // against a subtotal read 62.80: a digit misread on either side).
-    const clearing = strongestLabelled(totals.filter((c) => c.cents >= floor));
+    const clearing = totalAmong(totals.filter((c) => c.cents >= floor && c.label >= Label.TOTAL));
     if (clearing) return { cents: clearing.cents, line: clearing.line, confidence: "labelled", checks: [] };
     if (primary.cents * 2 < floor) return null;
   }
@@ -150,13 +150,6 @@ function sumAndDifference(found: Candidate[]): { cents: number; line: number } |
   const both = values.filter((t) =>
     values.some((a) => a < t && a !== t - a && lineOf.has(t - a)) && values.some((d) => d > t && d - t !== t && lineOf.has(d - t)));
   return both.length === 1 ? { cents: both[0], line: lineOf.get(both[0])! } : null;
-}
-
-/** The amount with the strongest total label, the largest among equals; none without a total label. */
-function strongestLabelled(of: Candidate[]): Candidate | null {
-  const labelled = of.filter((c) => c.label >= Label.TOTAL);
-  const strongest = labelled.reduce((m, c) => Math.max(m, c.label), Label.NONE as number);
-  return labelled.filter((c) => c.label === strongest).reduce<Candidate | null>((a, b) => (a && a.cents >= b.cents ? a : b), null);
 }
 
 /**
