@@ -9,6 +9,20 @@ schema app_public
 schema reporting
   grants: <owner>: CREATE, USAGE; accounting_visitor: USAGE; reporting_reader: USAGE
 
+table app_private.job_outbox
+  column id bigint not null identity a
+  column task text not null
+  column payload json not null
+  column queue_name text
+  column run_at timestamp with time zone
+  column max_attempts integer
+  column job_key text
+  column queued_at timestamp with time zone not null default now()
+  constraint job_outbox_pkey PRIMARY KEY (id)
+  CREATE INDEX job_outbox_job_key ON app_private.job_outbox USING btree (job_key) WHERE (job_key IS NOT NULL)
+  CREATE UNIQUE INDEX job_outbox_pkey ON app_private.job_outbox USING btree (id)
+  grants: none
+
 table app_private.job_results (row-level security, forced)
   column id bigint not null identity a
   column job_name text not null
@@ -1160,7 +1174,7 @@ CREATE OR REPLACE FUNCTION app_private.add_webhook_attempt_job(organization_id u
  LANGUAGE plpgsql
 AS $function$
 begin
-  perform graphile_worker.add_job('deliver_webhook', json_build_object('organizationId', organization_id, 'deliveryId', delivery_id),
+  perform app_private.queue_job('deliver_webhook', json_build_object('organizationId', organization_id, 'deliveryId', delivery_id),
     queue_name => app_private.job_queue('deliver_webhook', organization_id), run_at => at, max_attempts => 5,
     job_key => 'webhook-delivery:' || delivery_id);
 end $function$
@@ -2530,6 +2544,36 @@ begin
   return jsonb_build_object('success', true, 'error', null);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.dispatch_queued_jobs(max_jobs integer DEFAULT 500)
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare
+  -- A record, not graphile_worker.job_spec[]: a declared type is resolved when the function is
+  -- made, before src/db/migrate.ts may have installed graphile-worker's schema.
+  v_batch record;
+begin
+  with taken as (
+    delete from app_private.job_outbox o
+     where o.id in (select x.id from app_private.job_outbox x order by x.id limit max_jobs for update skip locked)
+    returning o.*
+  ), counted as (
+    select t.*, count(*) over () as taken_count,
+           row_number() over (partition by t.job_key order by t.id desc) as nth_of_key
+      from taken t
+  )
+  select coalesce(max(c.taken_count), 0) as taken,
+         array_agg(row(c.task, c.payload, c.queue_name, coalesce(c.run_at, c.queued_at), c.max_attempts, c.job_key, null, null)::graphile_worker.job_spec
+                   order by c.id) filter (where c.job_key is null or c.nth_of_key = 1) as specs
+    into v_batch
+    from counted c;
+  if v_batch.specs is not null then
+    perform graphile_worker.add_jobs(v_batch.specs);
+  end if;
+  return v_batch.taken;
+end $function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.document_for_update(kind text, id uuid)
  RETURNS app_public.documents
@@ -4037,6 +4081,16 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.queue_job(task text, payload json, queue_name text DEFAULT NULL::text, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, max_attempts integer DEFAULT NULL::integer, job_key text DEFAULT NULL::text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  insert into app_private.job_outbox (task, payload, queue_name, run_at, max_attempts, job_key)
+    values (task, payload, queue_name, run_at, max_attempts, job_key);
+end $function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.queue_receipt_extraction(org uuid, receipt_id uuid)
  RETURNS void
  LANGUAGE plpgsql
@@ -4045,7 +4099,7 @@ CREATE OR REPLACE FUNCTION app_private.queue_receipt_extraction(org uuid, receip
 AS $function$
 begin
   perform app_private.check_job_organization(org);
-  perform graphile_worker.add_job('extract_receipt', json_build_object('organizationId', org, 'receiptId', receipt_id),
+  perform app_private.queue_job('extract_receipt', json_build_object('organizationId', org, 'receiptId', receipt_id),
     queue_name => app_private.job_queue('extract_receipt', org), max_attempts => 5);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -4058,7 +4112,7 @@ CREATE OR REPLACE FUNCTION app_private.queue_receipt_matching(org uuid, receipt_
 AS $function$
 begin
   perform app_private.check_job_organization(org);
-  perform graphile_worker.add_job('match_receipts', json_build_object('organizationId', org, 'receiptIds', receipt_ids,
+  perform app_private.queue_job('match_receipts', json_build_object('organizationId', org, 'receiptIds', receipt_ids,
     'amounts', (select array_agg(a::text) from unnest(amounts) a)),
     queue_name => app_private.job_queue('match_receipts', org), max_attempts => 10);
 end $function$
@@ -4556,7 +4610,7 @@ begin
     perform app_private.queue_webhook_attempt(d.id, d.next_attempt_at);
   else
     -- Sent by another delivery's job, perhaps: its own has nothing left to do.
-    perform graphile_worker.remove_job('webhook-delivery:' || d.id);
+    perform app_private.remove_queued_job('webhook-delivery:' || d.id);
   end if;
   return d.status;
 end $function$
@@ -4694,6 +4748,16 @@ AS $function$
    where x.credential = release_idempotency_key.credential and x.idempotency_key = idem_key and x.response_status is null
 $function$
 -- grants: <owner>: EXECUTE; accounting_authenticator: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.remove_queued_job(job_key text)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  delete from app_private.job_outbox o where o.job_key = remove_queued_job.job_key;
+  perform graphile_worker.remove_job(job_key);
+end $function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.report_period(start_date text, end_date text, default_start date)
  RETURNS daterange

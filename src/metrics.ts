@@ -45,7 +45,7 @@ export const directReadResults = new Counter({
 
 export const jobsQueued = new Gauge({
   name: "accounting_jobs_queued",
-  help: "Jobs waiting or running in graphile-worker's queue, by task (those out of attempts are in accounting_jobs_failing).",
+  help: "Jobs waiting (in the job outbox or graphile-worker's queue) or running, by task (those out of attempts are in accounting_jobs_failing).",
   labelNames: ["task"] as const,
   registers: [registry],
 });

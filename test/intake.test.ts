@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startSmtpIntake, type SmtpIntake } from "../src/intake/smtp.js";
 import { LocalStorage } from "../src/storage/local.js";
 import { createTenant, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { dispatchJobs } from "./helpers/worker.js";
 
 const tmp = mkdtempSync(path.join(os.tmpdir(), "intake-test-"));
 const storageDir = path.join(tmp, "objects");
@@ -46,7 +47,7 @@ afterAll(async () => {
 const receipts = async () => (await h.owner.query(
   "select id, source, object_key, filename, content_type, size, status from app_public.receipts where organization_id = $1 order by id",
   [a.organizationId])).rows;
-const extractionJobs = async () => Number((await h.owner.query(
+const extractionJobs = async () => Number((await dispatchJobs(h), await h.owner.query(
   "select count(*) from graphile_worker.jobs where task_identifier = 'extract_receipt'")).rows[0].count);
 const storedFiles = () => {
   try {

@@ -7,6 +7,7 @@ import { taskList } from "../worker/tasks.js";
 import { closeSandbox } from "../src/receipts/sandbox/index.js";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { accountsOf, call, CREATE, GET, UPDATE, type Accounts } from "./ledger-fixtures.js";
+import { dispatchJobs } from "./helpers/worker.js";
 
 /**
  * Receipts as records (docs/api.md, Records and lifecycle): the lifecycle operations, hasDocument,
@@ -93,6 +94,7 @@ describe("receipts from uploads", () => {
       status: "draft", source: "web_upload", matchStatus: "pending", filename: "coffee.txt", contentType: "text/plain",
       objectKey: key, vendorName: null, amount: null, event: null } });
     expect(first.receipt.imageUrl).toMatch(/^https?:\/\/.+\/files\//);
+    await dispatchJobs(h);
     const { rows: jobs } = await h.owner.query(
       "select j.id from graphile_worker._private_jobs j join graphile_worker._private_tasks t on t.id = j.task_id where t.identifier = 'extract_receipt' and j.payload->>'receiptId' = $1", [first.receiptId]);
     expect(jobs).toHaveLength(1);
@@ -244,7 +246,7 @@ describe("matching", () => {
   it("a new event, or one whose amount or date changes, queues matching for the organization's waiting receipts", async () => {
     const org = await createTenant(h);
     const orgAccounts = await accountsOf(h, org);
-    const queued = async () => (await h.owner.query(`select j.payload from graphile_worker._private_jobs j
+    const queued = async () => (await dispatchJobs(h), await h.owner.query(`select j.payload from graphile_worker._private_jobs j
       join graphile_worker._private_tasks t on t.id = j.task_id
       where t.identifier = 'match_receipts' and j.payload->>'organizationId' = $1 and j.payload::jsonb->'receiptIds' = 'null'::jsonb order by j.id`,
       [org.organizationId])).rows.map((r) => r.payload);
@@ -374,7 +376,7 @@ describe("the worker", () => {
     const text = "Riverside Cafe\n123 Main St\nDate: 2026-02-14\nLatte 4.50\nSandwich 16.25\nSUBTOTAL 20.75\nGST 2.70\nTOTAL $23.45\nThank you!";
     const key = await upload(org, text, "email.txt");
     const created = await call(h, org, CREATE_RECEIPT, { key }, "createReceipt");
-    for (let i = 0; i < 3; i++) await runOnce({ pgPool: h.owner, taskList, noHandleSignals: true });
+    for (let i = 0; i < 3; i++) await dispatchJobs(h).then(() => runOnce({ pgPool: h.owner, taskList, noHandleSignals: true }));
     expect(await receipt(created.receiptId, org)).toMatchObject({ status: "processed", matchStatus: "matched", vendorName: "Riverside Cafe",
       amount: 23.45, receiptDate: "2026-02-14", event: { id: res.eventId } });
     const { rows } = await h.owner.query("select job_name, status from app_private.job_results where organization_id = $1 order by id", [org.organizationId]);
@@ -388,7 +390,7 @@ describe("the worker", () => {
     await h.owner.query(`insert into app_public.uploads (organization_id, object_key, filename, content_type, size, sha256)
       values ($1, $2, 'scan.pdf', 'application/pdf', 10, $3)`, [org.organizationId, key, "a".repeat(64)]);
     const created = await call(h, org, CREATE_RECEIPT, { key }, "createReceipt");
-    for (let i = 0; i < 2; i++) await runOnce({ pgPool: h.owner, taskList, noHandleSignals: true });
+    for (let i = 0; i < 2; i++) await dispatchJobs(h).then(() => runOnce({ pgPool: h.owner, taskList, noHandleSignals: true }));
     const r = await call(h, org, GET_RECEIPT, { id: created.receiptId }, "getReceipt");
     expect(r).toMatchObject({ status: "processed", matchStatus: "unmatched", vendorName: null, amount: null, receiptDate: null });
   });

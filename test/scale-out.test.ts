@@ -181,8 +181,12 @@ describe("two API processes and two workers on one database", () => {
       // Queued as the database queues them (after extraction, or when events change), all in one commit.
       await h.owner.query("select app_private.queue_receipt_matching(o) from unnest($1::uuid[]) o, generate_series(1, $2::int)",
         [orgs, JOBS / orgs.length]);
-      const queued = (await h.owner.query<{ id: string }>(
-        "select id::text from graphile_worker.jobs where task_identifier = 'match_receipts'")).rows.map((r) => r.id).sort();
+      // The workers move them from the job outbox into graphile-worker's queue.
+      const queued = await until("every job in the queue", async () => {
+        const ids = (await h.owner.query<{ id: string }>(
+          "select id::text from graphile_worker.jobs where task_identifier = 'match_receipts'")).rows.map((r) => r.id).sort();
+        return ids.length === JOBS ? ids : undefined;
+      });
       expect(queued).toHaveLength(JOBS);
 
       const inProgress = await until("four jobs in progress", async () => {

@@ -2,6 +2,7 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { run, type Runner } from "graphile-worker";
+import { startJobOutbox } from "../worker/job-outbox.js";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Config } from "../src/config.js";
@@ -98,11 +99,15 @@ async function until<T>(what: () => Promise<T> | T, ok: (v: T) => boolean, ms = 
 
 let h: Harness;
 let t: Tenant;
-let worker: Runner;
+let worker: { stop(): Promise<void> };
 
-/** A worker as `npm run worker` runs one, with this configuration (retries a fifth of a second apart). */
-const startTestWorker = (config: Config) =>
-  run({ pgPool: h.owner, taskList: tasksFor(() => createStorage(config), () => config), concurrency: 3, pollInterval: 100, noHandleSignals: true });
+/** A worker as `npm run worker` runs one (its job outbox too), with this configuration (retries a fifth of a second apart). */
+async function startTestWorker(config: Config) {
+  const runner: Runner = await run({ pgPool: h.owner, taskList: tasksFor(() => createStorage(config), () => config), concurrency: 3,
+    pollInterval: 100, noHandleSignals: true });
+  const outbox = startJobOutbox(h.owner);
+  return { async stop() { await outbox.stop(); await runner.stop(); } };
+}
 
 beforeAll(async () => {
   h = await startHarness({ outboundAllowLoopback: true, webhookRetrySeconds: 0.2 });

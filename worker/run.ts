@@ -3,6 +3,7 @@ import { run, type Runner, type TaskList, type WorkerEvents } from "graphile-wor
 import type pg from "pg";
 import { logger } from "../src/logger.js";
 import { closeSandbox, READERS } from "../src/receipts/sandbox/index.js";
+import { startJobOutbox } from "./job-outbox.js";
 import { crontab, LANES, taskList as configuredTasks } from "./tasks.js";
 
 /**
@@ -85,6 +86,7 @@ export async function startWorker(pgPool: pg.Pool, options: WorkerOptions = {}):
     throw e;
   }
   heartbeat.beatNow();
+  const outbox = startJobOutbox(pgPool);
   const promise = Promise.all(runners.map((r) => r.promise)).then(() => undefined);
   // The document readers (child processes keeping their OCR engines) are made on first use and
   // kept for every later job; they go with the worker.
@@ -93,6 +95,7 @@ export async function startWorker(pgPool: pg.Pool, options: WorkerOptions = {}):
     promise,
     poolIds: () => [...pools],
     async stop() {
+      await outbox.stop();
       await Promise.all(runners.map((r) => r.stop()));
       await heartbeat.stop();
       // Before this process may exit: a reader left running would read on, orphaned.
@@ -136,5 +139,5 @@ function startHeartbeat(pgPool: pg.Pool, poolIds: () => string[], allPoolIds: ()
   };
 }
 
-/** Connections a worker's pool needs: one for each slot, one held for LISTEN by each lane, one spare. */
-export const workerPoolSize = (concurrency: number) => 2 * concurrency + READERS + 3 + 1;
+/** Connections a worker's pool needs: one for each slot, one held for LISTEN by each lane, the job outbox's, one spare. */
+export const workerPoolSize = (concurrency: number) => 2 * concurrency + READERS + 3 + 1 + 1;

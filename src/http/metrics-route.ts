@@ -31,11 +31,14 @@ export function metricsRoute(token: string | undefined, pools: { owner: pg.Pool;
       statement_timeout: SCRAPE_DATABASE_MS, idleTimeoutMillis: 60_000 });
     try {
       const { rows } = await scrapePool.query<{ source: string; task: string; a: number; b: number; c: number }>(`
-        select 'queue' as source, task_identifier as task,
+        select 'queue' as source, task,
                count(*) filter (where attempts < max_attempts)::int as a,
                count(*) filter (where last_error is not null and attempts < max_attempts)::int as b,
                count(*) filter (where attempts >= max_attempts)::int as c
-          from graphile_worker.jobs group by task_identifier
+          from (select task_identifier as task, attempts, max_attempts, last_error from graphile_worker.jobs
+                union all -- queued by a change, not yet moved into graphile-worker's queue (worker/job-outbox.ts)
+                select task, 0, 1, null from app_private.job_outbox) j
+         group by task
         union all
         select 'results', job_name, count(*) filter (where status = 'succeeded')::int, count(*) filter (where status = 'failed')::int, 0
           from app_private.job_results where finished_at > now() - interval '1 hour' group by job_name
