@@ -19,7 +19,6 @@ table app_private.job_outbox
   column job_key text
   column queued_at timestamp with time zone not null default now()
   constraint job_outbox_pkey PRIMARY KEY (id)
-  CREATE INDEX job_outbox_job_key ON app_private.job_outbox USING btree (job_key) WHERE (job_key IS NOT NULL)
   CREATE UNIQUE INDEX job_outbox_pkey ON app_private.job_outbox USING btree (id)
   grants: none
 
@@ -1168,17 +1167,6 @@ begin
   return app_private.receipt_source_json(v_id, settings, 'connected', null, null, v_created);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
-
-CREATE OR REPLACE FUNCTION app_private.add_webhook_attempt_job(organization_id uuid, delivery_id uuid, webhook_endpoint_id uuid, at timestamp with time zone)
- RETURNS void
- LANGUAGE plpgsql
-AS $function$
-begin
-  perform app_private.queue_job('deliver_webhook', json_build_object('organizationId', organization_id, 'deliveryId', delivery_id),
-    queue_name => app_private.job_queue('deliver_webhook', organization_id), run_at => at, max_attempts => 5,
-    job_key => 'webhook-delivery:' || delivery_id);
-end $function$
--- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.advance_source_cursor(receipt_source_id uuid, cursor jsonb)
  RETURNS boolean
@@ -4183,9 +4171,43 @@ begin
     perform app_private.fail('Webhook delivery not found.', 'AP404');
   end if;
   update app_public.webhook_deliveries x set status = 'pending', next_attempt_at = at where x.id = d.id;
-  perform app_private.add_webhook_attempt_job(d.organization_id, d.id, d.webhook_endpoint_id, at);
+  perform app_private.queue_webhook_endpoint_jobs(d.webhook_endpoint_id);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.queue_webhook_endpoint_job(organization_id uuid, webhook_endpoint_id uuid, at timestamp with time zone)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare v_later boolean := at > now();
+begin
+  perform app_private.queue_job('deliver_webhook',
+    json_build_object('organizationId', organization_id, 'webhookEndpointId', webhook_endpoint_id),
+    queue_name => app_private.job_queue('deliver_webhook', organization_id), run_at => case when v_later then at end,
+    max_attempts => 5, job_key => case when v_later then 'webhook-retry:' else 'webhook-endpoint:' end || webhook_endpoint_id);
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.queue_webhook_endpoint_jobs(webhook_endpoint_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_org uuid;
+  v_due boolean;
+  v_next timestamptz;
+begin
+  select ep.organization_id,
+         exists (select 1 from app_public.webhook_deliveries d where d.webhook_endpoint_id = ep.id and d.status = 'pending'
+                   and d.next_attempt_at <= now()),
+         (select min(d.next_attempt_at) from app_public.webhook_deliveries d where d.webhook_endpoint_id = ep.id and d.status = 'pending'
+             and d.next_attempt_at > now())
+    into v_org, v_due, v_next
+    from app_public.webhook_endpoints ep where ep.id = queue_webhook_endpoint_jobs.webhook_endpoint_id and ep.status = 'enabled';
+  if v_due then perform app_private.queue_webhook_endpoint_job(v_org, webhook_endpoint_id, now()); end if;
+  if v_next is not null then perform app_private.queue_webhook_endpoint_job(v_org, webhook_endpoint_id, v_next); end if;
+end $function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.reading_before(readings date[], arrived date)
  RETURNS date
@@ -4606,24 +4628,19 @@ begin
    returning * into d;
   update app_public.webhook_endpoints ep set failing_since = case when ok then null else coalesce(ep.failing_since, now()) end
    where ep.id = d.webhook_endpoint_id and ep.failing_since is distinct from case when ok then null else coalesce(ep.failing_since, now()) end;
-  if d.status = 'pending' then
-    perform app_private.queue_webhook_attempt(d.id, d.next_attempt_at);
-  else
-    -- Sent by another delivery's job, perhaps: its own has nothing left to do.
-    perform app_private.remove_queued_job('webhook-delivery:' || d.id);
-  end if;
   return d.status;
 end $function$
 -- grants: <owner>: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.record_webhook_attempts(job_delivery_id uuid, outcomes jsonb, retry_base interval, retry_window interval)
- RETURNS void
+CREATE OR REPLACE FUNCTION app_private.record_webhook_attempts(webhook_endpoint_id uuid, outcomes jsonb, retry_base interval, retry_window interval)
+ RETURNS boolean
  LANGUAGE plpgsql
 AS $function$
 declare
   a jsonb;
   v_failed uuid[] := '{}';
   v_endpoint uuid;
+  v_next timestamptz;
 begin
   for a in select * from jsonb_array_elements(outcomes) loop
     if app_private.record_webhook_attempt((a->>'deliveryId')::uuid, (a->>'attempt')::integer,
@@ -4642,11 +4659,15 @@ begin
      where ep.id = v_endpoint;
     perform app_private.fail_pending_webhook_deliveries(v_endpoint);
   end loop;
-  if exists (select 1 from app_public.webhook_deliveries d where d.id = job_delivery_id and d.status = 'pending'
-                and d.next_attempt_at <= now()
-                and not (d.id::text in (select x->>'deliveryId' from jsonb_array_elements(outcomes) x))) then
-    perform app_private.queue_webhook_attempt(job_delivery_id, now());
+  select min(d.next_attempt_at) into v_next from app_public.webhook_deliveries d
+   where d.webhook_endpoint_id = record_webhook_attempts.webhook_endpoint_id and d.status = 'pending' and d.next_attempt_at > now();
+  if v_next is not null then
+    perform app_private.queue_webhook_endpoint_job(ep.organization_id, ep.id, v_next)
+       from app_public.webhook_endpoints ep where ep.id = record_webhook_attempts.webhook_endpoint_id and ep.status = 'enabled';
   end if;
+  return exists (select 1 from app_public.webhook_deliveries d join app_public.webhook_endpoints ep on ep.id = d.webhook_endpoint_id
+                  where d.webhook_endpoint_id = record_webhook_attempts.webhook_endpoint_id and d.status = 'pending'
+                    and d.next_attempt_at <= now() and ep.status = 'enabled');
 end $function$
 -- grants: <owner>: EXECUTE
 
@@ -4683,9 +4704,9 @@ begin
       select org, ep.id, v_event from app_public.webhook_endpoints ep
        where ep.organization_id = org and ep.status = 'enabled' and record_webhook_event.type = any (ep.events)
        order by ep.id
-      returning id, webhook_endpoint_id, next_attempt_at
+      returning webhook_endpoint_id, next_attempt_at
   loop
-    perform app_private.add_webhook_attempt_job(org, d.id, d.webhook_endpoint_id, d.next_attempt_at);
+    perform app_private.queue_webhook_endpoint_job(org, d.webhook_endpoint_id, d.next_attempt_at);
   end loop;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -4748,16 +4769,6 @@ AS $function$
    where x.credential = release_idempotency_key.credential and x.idempotency_key = idem_key and x.response_status is null
 $function$
 -- grants: <owner>: EXECUTE; accounting_authenticator: EXECUTE
-
-CREATE OR REPLACE FUNCTION app_private.remove_queued_job(job_key text)
- RETURNS void
- LANGUAGE plpgsql
-AS $function$
-begin
-  delete from app_private.job_outbox o where o.job_key = remove_queued_job.job_key;
-  perform graphile_worker.remove_job(job_key);
-end $function$
--- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.report_period(start_date text, end_date text, default_start date)
  RETURNS daterange
@@ -6084,7 +6095,7 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.webhook_deliveries_due(delivery_id uuid, batch integer)
+CREATE OR REPLACE FUNCTION app_private.webhook_deliveries_due(webhook_endpoint_id uuid, batch integer)
  RETURNS jsonb
  LANGUAGE sql
  STABLE
@@ -6098,9 +6109,8 @@ AS $function$
                where x.webhook_endpoint_id = ep.id and x.status = 'pending' and x.next_attempt_at <= now()
                order by x.seq limit batch) d
         join app_public.webhook_events ev on ev.id = d.webhook_event_id), '[]'::jsonb))
-    from app_public.webhook_deliveries of
-    join app_public.webhook_endpoints ep on ep.id = of.webhook_endpoint_id
-   where of.id = delivery_id and ep.status = 'enabled'
+    from app_public.webhook_endpoints ep
+   where ep.id = webhook_deliveries_due.webhook_endpoint_id and ep.status = 'enabled'
 $function$
 -- grants: <owner>: EXECUTE
 

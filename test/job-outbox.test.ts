@@ -74,15 +74,13 @@ describe("the job outbox", () => {
     expect(await outbox()).toEqual([]);
   });
 
-  it("of a key's jobs moved together the last queued counts, as add_job called in turn would leave it; removing a key reaches the outbox", async () => {
+  it("of a key's jobs moved together the last queued counts, as add_job called in turn would leave it", async () => {
     await clearQueue();
     const queue = (key: string, n: number) => h.owner.query("select app_private.queue_job('match_receipts', $1::json, job_key => $2)",
       [JSON.stringify({ organizationId: t.organizationId, n }), key]);
     await queue("k-a", 1);
     await queue("k-b", 2);
     await queue("k-a", 3);
-    await queue("k-c", 4);
-    await h.owner.query("select app_private.remove_queued_job('k-c')");
     await dispatchQueuedJobs(h.owner);
     expect((await queuedJobs()).map((j) => [j.key, (j.payload as { n: number }).n])).toEqual([["k-b", 2], ["k-a", 3]]);
     // A key already in the queue is replaced by the next move, as add_job would.

@@ -3,6 +3,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { run, type Runner } from "graphile-worker";
 import { startJobOutbox } from "../worker/job-outbox.js";
+import { dispatchJobs } from "./helpers/worker.js";
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import type { Config } from "../src/config.js";
@@ -291,6 +292,29 @@ describe("deliveries", () => {
       expect(pending.items[0].nextAttemptAt).not.toBeNull();
       await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
     });
+  });
+
+  it("an endpoint's waiting events make one job for what is due and one for its next retry, however many there are", async () => {
+    await worker.stop();
+    const jobsOf = async (endpointId: string) => (await h.owner.query<{ key: string; later: boolean }>(
+      `select j.key, j.run_at > now() as later from graphile_worker._private_jobs j
+        where j.payload->>'webhookEndpointId' = $1 order by j.key`, [endpointId])).rows;
+    await withReceiver((event) => (event.data.object.merchantName === "Refused" ? 500 : 200), async (receiver) => {
+      const { webhookEndpoint } = await createEndpoint(receiver.url, ["ledger_event.created"]);
+      const names = ["Refused", ...Array.from({ length: 11 }, (_, i) => `Waiting ${i + 1}`)];
+      for (const merchantName of names) await createEvent(h, t, { merchantName });
+      await dispatchJobs(h);
+      expect(await jobsOf(webhookEndpoint.id)).toEqual([{ key: `webhook-endpoint:${webhookEndpoint.id}`, later: false }]);
+      worker = await startTestWorker({ ...h.config, webhookRetrySeconds: 3600 });
+      await until(() => receiver.received.length, (n) => n >= names.length);
+      expect(receiver.received.map((r) => r.event.data.object.merchantName)).toEqual(names);
+      // The refused one waits for its retry, an hour away: its endpoint's one job then.
+      await until(async () => (await dispatchJobs(h), await jobsOf(webhookEndpoint.id)), (jobs) => jobs.length === 1 && jobs[0].later);
+      expect(await jobsOf(webhookEndpoint.id)).toEqual([{ key: `webhook-retry:${webhookEndpoint.id}`, later: true }]);
+      await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
+    });
+    await worker.stop();
+    worker = await startTestWorker(h.config);
   });
 
   it("sends one bank_import.completed for an import, and receipt events", async () => {

@@ -69,12 +69,12 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
       await recordedJob(helpers, payloadOrganizationId(payload), () => reextractReceipts(helpers, payload));
     },
 
-    // Webhooks: an endpoint's due deliveries, from the job of one of them (queued with the change
-    // that made its event, on its organization's webhook queue). Not in job_results: the delivery
-    // log is their record.
+    // Webhooks: an endpoint's due deliveries (its job queued with the change that made an event,
+    // or at its next retry, on its organization's webhook queue). Not in job_results: the
+    // delivery log is their record.
     async [DELIVER_WEBHOOK_TASK](payload, helpers) {
       const p = webhookDeliveryPayload(payload);
-      if (!p) return helpers.logger.error(`${DELIVER_WEBHOOK_TASK}: the payload needs organizationId and deliveryId (UUIDs); not retried.`);
+      if (!p) return helpers.logger.error(`${DELIVER_WEBHOOK_TASK}: the payload needs organizationId and webhookEndpointId (UUIDs); not retried.`);
       await runWebhookDeliveries({ owner: jobPool(helpers), config: jobConfig(), secrets: jobSecrets() }, p);
     },
 

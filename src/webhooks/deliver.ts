@@ -18,14 +18,15 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export interface WebhookDeliveryPayload { organizationId: string; deliveryId: string }
+export interface WebhookDeliveryPayload { organizationId: string; webhookEndpointId: string }
 
 export function webhookDeliveryPayload(payload: unknown): WebhookDeliveryPayload | null {
   const p = payload as Record<string, unknown> | null;
-  if (typeof p?.organizationId !== "string" || !UUID.test(p.organizationId) || typeof p.deliveryId !== "string" || !UUID.test(p.deliveryId)) {
+  if (typeof p?.organizationId !== "string" || !UUID.test(p.organizationId)
+      || typeof p.webhookEndpointId !== "string" || !UUID.test(p.webhookEndpointId)) {
     return null;
   }
-  return { organizationId: p.organizationId, deliveryId: p.deliveryId };
+  return { organizationId: p.organizationId, webhookEndpointId: p.webhookEndpointId };
 }
 
 interface DueDeliveries {
@@ -44,33 +45,48 @@ export interface WebhookDeliveryDeps {
 
 export interface AttemptOutcome { responseCode: number | null; error: string | null }
 
-/** Deliveries one job sends at most, and the time after which it starts no more (the rest wait for their own jobs). */
+/**
+ * Deliveries one batch sends at most; a job sends batches until none is due or this time has
+ * passed. Then the endpoint's next job sends the rest, after the jobs its organization's other
+ * endpoints queued meanwhile (one queue per organization runs one job at a time): short, so that
+ * a busy endpoint does not hold back the others' deliveries.
+ */
 const BATCH = 50;
-const BATCH_TIME_MS = 20_000;
+const JOB_TIME_MS = 1_000;
 
 /**
- * The endpoint's deliveries that are due, from the job of one of them: each body the database
- * made is signed and posted, oldest event first, one at a time; what came back is recorded by
- * app_private.record_webhook_attempts, which schedules retries, ends deliveries, disables an
- * endpoint that kept failing and removes the jobs of those sent here. Returns how many were posted.
+ * An endpoint's deliveries that are due, batch after batch: each body the database made is signed
+ * and posted, oldest event first, one at a time; what came back is recorded by
+ * app_private.record_webhook_attempts, which schedules retries, ends deliveries and disables an
+ * endpoint that kept failing. Returns how many were posted.
  */
 export async function runWebhookDeliveries(deps: WebhookDeliveryDeps, p: WebhookDeliveryPayload): Promise<number> {
-  const { rows: [{ due }] } = await deps.owner.query<{ due: DueDeliveries | null }>(
-    "select app_private.webhook_deliveries_due($1, $2) as due", [p.deliveryId, BATCH]);
-  if (!due || due.organizationId !== p.organizationId || due.deliveries.length === 0) return 0;
-  const secret = deps.secrets.open(due.secretSealed, webhookSecretContext(due.organizationId, due.webhookEndpointId));
-  // The URL is checked once a batch: every post of it goes to the address checked.
-  const target = await deliveryTarget(due.url, outboundOf(deps.config));
   const started = Date.now();
-  const attempts: (AttemptOutcome & { deliveryId: string; attempt: number })[] = [];
-  for (const d of due.deliveries) {
-    if (Date.now() - started > BATCH_TIME_MS) break;
-    const outcome = "error" in target ? target : await postTo(target, d.body, secret);
-    attempts.push({ deliveryId: d.deliveryId, attempt: d.attempt, ...outcome });
+  let posted = 0;
+  for (;;) {
+    const { rows: [{ due }] } = await deps.owner.query<{ due: DueDeliveries | null }>(
+      "select app_private.webhook_deliveries_due($1, $2) as due", [p.webhookEndpointId, BATCH]);
+    if (!due || due.organizationId !== p.organizationId || due.deliveries.length === 0) return posted;
+    const secret = deps.secrets.open(due.secretSealed, webhookSecretContext(due.organizationId, due.webhookEndpointId));
+    // The URL is checked once a batch: every post of it goes to the address checked.
+    const target = await deliveryTarget(due.url, outboundOf(deps.config));
+    const attempts: (AttemptOutcome & { deliveryId: string; attempt: number })[] = [];
+    for (const d of due.deliveries) {
+      if (attempts.length > 0 && Date.now() - started > JOB_TIME_MS) break;
+      const outcome = "error" in target ? target : await postTo(target, d.body, secret);
+      attempts.push({ deliveryId: d.deliveryId, attempt: d.attempt, ...outcome });
+    }
+    posted += attempts.length;
+    const { rows: [{ more }] } = await deps.owner.query<{ more: boolean }>(
+      "select app_private.record_webhook_attempts($1, $2, make_interval(secs => $3), make_interval(secs => $4)) as more",
+      [p.webhookEndpointId, JSON.stringify(attempts), deps.config.webhookRetrySeconds, deps.config.webhookRetryWindowSeconds]);
+    if (!more) return posted;
+    if (Date.now() - started > JOB_TIME_MS) {
+      // Time for the other organizations' jobs: the endpoint's next job sends the rest.
+      await deps.owner.query("select app_private.queue_webhook_endpoint_jobs($1)", [p.webhookEndpointId]);
+      return posted;
+    }
   }
-  await deps.owner.query("select app_private.record_webhook_attempts($1, $2, make_interval(secs => $3), make_interval(secs => $4))",
-    [p.deliveryId, JSON.stringify(attempts), deps.config.webhookRetrySeconds, deps.config.webhookRetryWindowSeconds]);
-  return attempts.length;
 }
 
 // Connections are kept for the next delivery to the same address (the address was checked).
