@@ -540,9 +540,10 @@ table app_public.merchant_category_counts (row-level security, forced)
   column merchant text not null
   column category_id uuid not null
   column confirmations integer not null
+  column shard smallint not null default 0
   constraint merchant_category_counts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
-  constraint merchant_category_counts_pkey PRIMARY KEY (organization_id, merchant, category_id)
-  CREATE UNIQUE INDEX merchant_category_counts_pkey ON app_public.merchant_category_counts USING btree (organization_id, merchant, category_id)
+  constraint merchant_category_counts_pkey PRIMARY KEY (organization_id, merchant, category_id, shard)
+  CREATE UNIQUE INDEX merchant_category_counts_pkey ON app_public.merchant_category_counts USING btree (organization_id, merchant, category_id, shard)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
 
 table app_public.organizations (row-level security, forced)
@@ -1167,6 +1168,33 @@ begin
   return app_private.receipt_source_json(v_id, settings, 'connected', null, null, v_created);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.add_sales_tax_totals(lines app_public.journal_lines[], sign integer)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+begin
+  insert into app_public.sales_tax_daily_totals as t (organization_id, day, tax_type, collected, input_tax_credits, events)
+    select x.organization_id, x.txn_date, x.tax_type, sum(x.collected), sum(x.itcs),
+           sum(sign * case when j.reverses_entry_id is null then 1 else -1 end)
+      from (select l.organization_id, l.txn_date, l.tax_type, l.entry_id,
+                   sign * sum(case when l.tax_on_sale then l.credit - l.debit else 0 end) as collected,
+                   sign * sum(case when l.tax_on_sale then 0 else l.debit - l.credit end) as itcs
+              from unnest(lines) l
+             where l.tax_type is not null and not l.voided
+               -- Rows of an organization being deleted go with it.
+               and exists (select 1 from app_public.organizations o where o.id = l.organization_id)
+             group by 1, 2, 3, 4) x
+      left join app_public.journal_entries j on j.id = x.entry_id
+     group by 1, 2, 3
+     order by 1, 2, 3
+    on conflict (organization_id, day, tax_type) do update
+      set collected = t.collected + excluded.collected, input_tax_credits = t.input_tax_credits + excluded.input_tax_credits,
+          events = t.events + excluded.events;
+end $function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.advance_source_cursor(receipt_source_id uuid, cursor jsonb)
  RETURNS boolean
@@ -2233,6 +2261,13 @@ begin
   if not a.active then perform app_private.fail(format('%s is inactive: reactivate it.', a.name)); end if;
   return a.id;
 end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.counter_shard()
+ RETURNS smallint
+ LANGUAGE sql
+ PARALLEL SAFE
+AS $function$ select (pg_backend_pid() % 16)::smallint $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.create_api_key(org uuid, label text, created_by uuid DEFAULT NULL::uuid)
@@ -5237,11 +5272,13 @@ AS $function$
 begin
   return (
     with c as (
-      select a.id, a.name, a.classification, m.confirmations
+      select a.id, a.name, a.classification, sum(m.confirmations) as confirmations
         from app_public.merchant_category_counts m
         join app_public.accounts a on a.organization_id = org and a.id = m.category_id
-       where m.organization_id = org and m.merchant = app_private.merchant_family(suggested_category.merchant_name) and m.confirmations > 0
+       where m.organization_id = org and m.merchant = app_private.merchant_family(suggested_category.merchant_name)
          and a.active and a.account_type not in ('accounts_receivable', 'accounts_payable')
+       group by a.id, a.name, a.classification
+      having sum(m.confirmations) > 0
     ), total as (select sum(c.confirmations) n from c)
     select jsonb_build_object('account', jsonb_build_object('id', c.id, 'name', c.name),
              'confidence', round(c.confirmations::numeric / total.n, 2), 'basis', total.n)
@@ -5522,29 +5559,12 @@ CREATE OR REPLACE FUNCTION app_private.tg_journal_lines__sales_tax()
  SET search_path TO 'pg_catalog', 'app_public'
 AS $function$
 begin
-  -- Dynamic SQL sees the transition tables too (they are registered for the whole function).
-  execute format($q$
-    insert into app_public.sales_tax_daily_totals as t (organization_id, day, tax_type, collected, input_tax_credits, events)
-      select x.organization_id, x.txn_date, x.tax_type, sum(x.collected), sum(x.itcs),
-             sum(x.k * case when j.reverses_entry_id is null then 1 else -1 end)
-        from (select l.organization_id, l.txn_date, l.tax_type, l.entry_id, l.k,
-                     l.k * sum(case when l.tax_on_sale then l.credit - l.debit else 0 end) as collected,
-                     l.k * sum(case when l.tax_on_sale then 0 else l.debit - l.credit end) as itcs
-                from (%s) l
-               where l.tax_type is not null and not l.voided
-                 -- Rows of an organization being deleted go with it.
-                 and exists (select 1 from app_public.organizations o where o.id = l.organization_id)
-               group by 1, 2, 3, 4, 5) x
-        left join app_public.journal_entries j on j.id = x.entry_id
-       group by 1, 2, 3
-       order by 1, 2, 3
-      on conflict (organization_id, day, tax_type) do update
-        set collected = t.collected + excluded.collected, input_tax_credits = t.input_tax_credits + excluded.input_tax_credits,
-            events = t.events + excluded.events
-  $q$, case tg_op
-    when 'INSERT' then 'select n.*, 1 as k from new_rows n'
-    when 'DELETE' then 'select o.*, -1 as k from old_rows o'
-    else 'select n.*, 1 as k from new_rows n union all select o.*, -1 from old_rows o' end);
+  if tg_op in ('UPDATE', 'DELETE') then
+    perform app_private.add_sales_tax_totals(array(select o::app_public.journal_lines from old_rows o where o.tax_type is not null), -1);
+  end if;
+  if tg_op in ('UPDATE', 'INSERT') then
+    perform app_private.add_sales_tax_totals(array(select n::app_public.journal_lines from new_rows n where n.tax_type is not null), 1);
+  end if;
   return null;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -5612,59 +5632,64 @@ CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__audit()
  SET search_path TO 'pg_catalog', 'app_public'
 AS $function$
 declare
-  -- Each changed row as old row o and new row n; the missing one is an empty row of the same
-  -- type, so that the fields are plain columns (reading them from a row value costs double).
-  v_rows text := case tg_op
+  v_action text := coalesce(nullif(current_setting('app.audit_action', true), ''), lower(tg_op));
+  v_api_key uuid := app_public.current_api_key_id();
+  v_user uuid := app_public.current_user_id();
+begin
+  if tg_op = 'INSERT' then
     -- An imported event's creation is recorded once per import run, by its import batch (who,
     -- when, which file): an import of 100,000 events writes one row, not 100,000. Nothing is lost:
     -- its later changes and its deletion record their old values here, as every event's do.
-    when 'INSERT' then 'new_rows n left join (select * from new_rows limit 0) o on true where n.import_batch_id is null'
-    when 'UPDATE' then 'new_rows n join old_rows o on o.id = n.id'
-    -- An organization being deleted takes its events with it: nothing to record for it.
-    else 'old_rows o left join (select * from old_rows limit 0) n on true
-           where exists (select 1 from app_public.organizations g where g.id = o.organization_id)' end;
-  -- The changes: an insert records the new row's fields that have a value ({field: value}, the
-  -- cheapest form, for imports of 100,000 events); a change or a deletion each differing field.
-  v_changes text := case tg_op
-    when 'INSERT' then $c$jsonb_strip_nulls(to_jsonb(n)) - array['id', 'organization_id', 'created', 'updated', 'has_memo']$c$
-    else format($c$jsonb_strip_nulls(jsonb_build_object(
-%s))$c$, $f$
-      'event_type', case when o.event_type is distinct from n.event_type then jsonb_build_object('old', o.event_type, 'new', n.event_type) end,
-      'direction', case when o.direction is distinct from n.direction then jsonb_build_object('old', o.direction, 'new', n.direction) end,
-      'merchant_name', case when o.merchant_name is distinct from n.merchant_name then jsonb_build_object('old', o.merchant_name, 'new', n.merchant_name) end,
-      'functional_amount', case when o.functional_amount is distinct from n.functional_amount then jsonb_build_object('old', o.functional_amount, 'new', n.functional_amount) end,
-      'functional_currency', case when o.functional_currency is distinct from n.functional_currency then jsonb_build_object('old', o.functional_currency, 'new', n.functional_currency) end,
-      'transaction_date', case when o.transaction_date is distinct from n.transaction_date then jsonb_build_object('old', o.transaction_date, 'new', n.transaction_date) end,
-      'status', case when o.status is distinct from n.status then jsonb_build_object('old', o.status, 'new', n.status) end,
-      'memo', case when o.memo is distinct from n.memo then jsonb_build_object('old', o.memo, 'new', n.memo) end,
-      'has_document', case when o.has_document is distinct from n.has_document then jsonb_build_object('old', o.has_document, 'new', n.has_document) end,
-      'category_id', case when o.category_id is distinct from n.category_id then jsonb_build_object('old', o.category_id, 'new', n.category_id) end,
-      'payment_account_id', case when o.payment_account_id is distinct from n.payment_account_id then jsonb_build_object('old', o.payment_account_id, 'new', n.payment_account_id) end,
-      'tax_amount', case when o.tax_amount is distinct from n.tax_amount then jsonb_build_object('old', o.tax_amount, 'new', n.tax_amount) end,
-      'tax_account_id', case when o.tax_account_id is distinct from n.tax_account_id then jsonb_build_object('old', o.tax_account_id, 'new', n.tax_account_id) end,
-      'tax_code', case when o.tax_code is distinct from n.tax_code then jsonb_build_object('old', o.tax_code, 'new', n.tax_code) end,
-      'splits', case when o.splits is distinct from n.splits then jsonb_build_object('old', o.splits, 'new', n.splits) end,
-      'contact_id', case when o.contact_id is distinct from n.contact_id then jsonb_build_object('old', o.contact_id, 'new', n.contact_id) end,
-      'journal_entry_id', case when o.journal_entry_id is distinct from n.journal_entry_id then jsonb_build_object('old', o.journal_entry_id, 'new', n.journal_entry_id) end,
-      'reversal_entry_id', case when o.reversal_entry_id is distinct from n.reversal_entry_id then jsonb_build_object('old', o.reversal_entry_id, 'new', n.reversal_entry_id) end,
-      'reference', case when o.reference is distinct from n.reference then jsonb_build_object('old', o.reference, 'new', n.reference) end,
-      'backfill_id', case when o.backfill_id is distinct from n.backfill_id then jsonb_build_object('old', o.backfill_id, 'new', n.backfill_id) end,
-      'source', case when o.source is distinct from n.source then jsonb_build_object('old', o.source, 'new', n.source) end,
-      'import_batch_id', case when o.import_batch_id is distinct from n.import_batch_id then jsonb_build_object('old', o.import_batch_id, 'new', n.import_batch_id) end,
-      'source_id', case when o.source_id is distinct from n.source_id then jsonb_build_object('old', o.source_id, 'new', n.source_id) end
-$f$) end;
-begin
-  -- Dynamic SQL sees the transition tables too (they are registered for the whole function).
-  execute format($q$
     insert into app_public.ledger_event_audit (organization_id, event_id, action, actor_api_key_id, actor_user_id, changes)
-      select d.organization_id, d.id, $1, $2, $3, d.changes
-        from (select coalesce(n.organization_id, o.organization_id) organization_id, coalesce(n.id, o.id) id, %s changes
-                from %s) d
+      select d.organization_id, d.id, v_action, v_api_key, v_user, d.changes
+        from (select n.organization_id, n.id,
+                     jsonb_strip_nulls(to_jsonb(n)) - array['id', 'organization_id', 'created', 'updated', 'has_memo'] changes
+                from new_rows n where n.import_batch_id is null) d
        where d.changes <> '{}'::jsonb
-       order by d.id
-  $q$, v_changes, v_rows)
-  using coalesce(nullif(current_setting('app.audit_action', true), ''), lower(tg_op)),
-        app_public.current_api_key_id(), app_public.current_user_id();
+       order by d.id;
+  elsif tg_op = 'UPDATE' then
+    insert into app_public.ledger_event_audit (organization_id, event_id, action, actor_api_key_id, actor_user_id, changes)
+      select d.organization_id, d.id, v_action, v_api_key, v_user, d.changes
+        from (select n.organization_id, n.id, jsonb_strip_nulls(jsonb_build_object(
+          'event_type', case when o.event_type is distinct from n.event_type then jsonb_build_object('old', o.event_type, 'new', n.event_type) end,
+          'direction', case when o.direction is distinct from n.direction then jsonb_build_object('old', o.direction, 'new', n.direction) end,
+          'merchant_name', case when o.merchant_name is distinct from n.merchant_name then jsonb_build_object('old', o.merchant_name, 'new', n.merchant_name) end,
+          'functional_amount', case when o.functional_amount is distinct from n.functional_amount then jsonb_build_object('old', o.functional_amount, 'new', n.functional_amount) end,
+          'functional_currency', case when o.functional_currency is distinct from n.functional_currency then jsonb_build_object('old', o.functional_currency, 'new', n.functional_currency) end,
+          'transaction_date', case when o.transaction_date is distinct from n.transaction_date then jsonb_build_object('old', o.transaction_date, 'new', n.transaction_date) end,
+          'status', case when o.status is distinct from n.status then jsonb_build_object('old', o.status, 'new', n.status) end,
+          'memo', case when o.memo is distinct from n.memo then jsonb_build_object('old', o.memo, 'new', n.memo) end,
+          'has_document', case when o.has_document is distinct from n.has_document then jsonb_build_object('old', o.has_document, 'new', n.has_document) end,
+          'category_id', case when o.category_id is distinct from n.category_id then jsonb_build_object('old', o.category_id, 'new', n.category_id) end,
+          'payment_account_id', case when o.payment_account_id is distinct from n.payment_account_id then jsonb_build_object('old', o.payment_account_id, 'new', n.payment_account_id) end,
+          'tax_amount', case when o.tax_amount is distinct from n.tax_amount then jsonb_build_object('old', o.tax_amount, 'new', n.tax_amount) end,
+          'tax_account_id', case when o.tax_account_id is distinct from n.tax_account_id then jsonb_build_object('old', o.tax_account_id, 'new', n.tax_account_id) end,
+          'tax_code', case when o.tax_code is distinct from n.tax_code then jsonb_build_object('old', o.tax_code, 'new', n.tax_code) end,
+          'splits', case when o.splits is distinct from n.splits then jsonb_build_object('old', o.splits, 'new', n.splits) end,
+          'contact_id', case when o.contact_id is distinct from n.contact_id then jsonb_build_object('old', o.contact_id, 'new', n.contact_id) end,
+          'journal_entry_id', case when o.journal_entry_id is distinct from n.journal_entry_id then jsonb_build_object('old', o.journal_entry_id, 'new', n.journal_entry_id) end,
+          'reversal_entry_id', case when o.reversal_entry_id is distinct from n.reversal_entry_id then jsonb_build_object('old', o.reversal_entry_id, 'new', n.reversal_entry_id) end,
+          'reference', case when o.reference is distinct from n.reference then jsonb_build_object('old', o.reference, 'new', n.reference) end,
+          'backfill_id', case when o.backfill_id is distinct from n.backfill_id then jsonb_build_object('old', o.backfill_id, 'new', n.backfill_id) end,
+          'source', case when o.source is distinct from n.source then jsonb_build_object('old', o.source, 'new', n.source) end,
+          'import_batch_id', case when o.import_batch_id is distinct from n.import_batch_id then jsonb_build_object('old', o.import_batch_id, 'new', n.import_batch_id) end,
+          'source_id', case when o.source_id is distinct from n.source_id then jsonb_build_object('old', o.source_id, 'new', n.source_id) end
+                     )) changes
+                from new_rows n join old_rows o on o.id = n.id) d
+       where d.changes <> '{}'::jsonb
+       order by d.id;
+  else
+    insert into app_public.ledger_event_audit (organization_id, event_id, action, actor_api_key_id, actor_user_id, changes)
+      select d.organization_id, d.id, v_action, v_api_key, v_user, d.changes
+        from (select o.organization_id, o.id,
+                     (select coalesce(jsonb_object_agg(f.key, jsonb_build_object('old', f.value)), '{}'::jsonb)
+                        from jsonb_each(jsonb_strip_nulls(to_jsonb(o)) - array['id', 'organization_id', 'created', 'updated', 'has_memo']) f) changes
+                from old_rows o
+               -- An organization being deleted takes its events with it: nothing to record for it.
+               where exists (select 1 from app_public.organizations g where g.id = o.organization_id)) d
+       where d.changes <> '{}'::jsonb
+       order by d.id;
+  end if;
   return null;
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
@@ -5735,16 +5760,16 @@ CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__merchant_counts()
 AS $function$
 begin
   if tg_op = 'INSERT' then
-    insert into app_public.merchant_category_counts as t (organization_id, merchant, category_id, confirmations)
-      select n.organization_id, app_private.merchant_family(n.merchant_name), n.category_id, count(*)
+    insert into app_public.merchant_category_counts as t (organization_id, merchant, category_id, shard, confirmations)
+      select n.organization_id, app_private.merchant_family(n.merchant_name), n.category_id, app_private.counter_shard(), count(*)
         from new_rows n
        where n.status in ('confirmed', 'synced', 'reconciled') and n.category_id is not null
          and app_private.merchant_family(n.merchant_name) <> ''
        group by 1, 2, 3 order by 1, 2, 3
-      on conflict (organization_id, merchant, category_id) do update set confirmations = t.confirmations + excluded.confirmations;
+      on conflict (organization_id, merchant, category_id, shard) do update set confirmations = t.confirmations + excluded.confirmations;
   elsif tg_op = 'UPDATE' then
-    insert into app_public.merchant_category_counts as t (organization_id, merchant, category_id, confirmations)
-      select x.organization_id, app_private.merchant_family(x.merchant_name), x.category_id, sum(x.k)
+    insert into app_public.merchant_category_counts as t (organization_id, merchant, category_id, shard, confirmations)
+      select x.organization_id, app_private.merchant_family(x.merchant_name), x.category_id, app_private.counter_shard(), sum(x.k)
         from new_rows n join old_rows o on o.id = n.id
         cross join lateral (values (n.organization_id, n.merchant_name, n.category_id, n.status, 1),
                                    (o.organization_id, o.merchant_name, o.category_id, o.status, -1))
@@ -5754,17 +5779,17 @@ begin
          and app_private.merchant_family(x.merchant_name) <> ''
        group by 1, 2, 3 having sum(x.k) <> 0
        order by 1, 2, 3
-      on conflict (organization_id, merchant, category_id) do update set confirmations = t.confirmations + excluded.confirmations;
+      on conflict (organization_id, merchant, category_id, shard) do update set confirmations = t.confirmations + excluded.confirmations;
   else
-    insert into app_public.merchant_category_counts as t (organization_id, merchant, category_id, confirmations)
-      select o.organization_id, app_private.merchant_family(o.merchant_name), o.category_id, -count(*)
+    insert into app_public.merchant_category_counts as t (organization_id, merchant, category_id, shard, confirmations)
+      select o.organization_id, app_private.merchant_family(o.merchant_name), o.category_id, app_private.counter_shard(), -count(*)
         from old_rows o
        where o.status in ('confirmed', 'synced', 'reconciled') and o.category_id is not null
          and app_private.merchant_family(o.merchant_name) <> ''
          -- Rows of an organization being deleted go with it.
          and exists (select 1 from app_public.organizations g where g.id = o.organization_id)
        group by 1, 2, 3 order by 1, 2, 3
-      on conflict (organization_id, merchant, category_id) do update set confirmations = t.confirmations + excluded.confirmations;
+      on conflict (organization_id, merchant, category_id, shard) do update set confirmations = t.confirmations + excluded.confirmations;
   end if;
   return null;
 end $function$

@@ -5,7 +5,7 @@ let h: Harness;
 beforeAll(async () => { h = await startHarness(); });
 afterAll(() => h?.close());
 
-// The audit trigger lists the fields of an event one by one (for speed): a column added to the
+// The audit trail lists the fields of an event one by one (for speed): a column added to the
 // table must be added there too, or its changes would go unrecorded.
 it("records every column of ledger_events but the bookkeeping ones", async () => {
   const { rows: columns } = await h.owner.query(`select attname from pg_attribute

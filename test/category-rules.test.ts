@@ -309,7 +309,7 @@ describe("suggestedCategory from confirmed history", () => {
     // Payments of invoices (Accounts Receivable) are no category to suggest, nor part of the share.
     const ar = (await h.owner.query(`insert into app_public.accounts (organization_id, name, account_type, classification)
       values ($1, 'Accounts Receivable', 'accounts_receivable', 'asset') returning id`, [u.organizationId])).rows[0].id;
-    await h.owner.query("insert into app_public.merchant_category_counts values ($1, 'starbucks', $2, 10)", [u.organizationId, ar]);
+    await h.owner.query("insert into app_public.merchant_category_counts (organization_id, merchant, category_id, confirmations) values ($1, 'starbucks', $2, 10)", [u.organizationId, ar]);
     expect((await suggestion(target)).suggestedCategory).toEqual({ account: { id: meals, name: "Meals" }, confidence: 0.75, basis: 4 });
     await h.owner.query("delete from app_public.merchant_category_counts where category_id = $1", [ar]);
     // Another merchant and a classified event get none.
@@ -319,7 +319,8 @@ describe("suggestedCategory from confirmed history", () => {
       { o: u.organizationId, e: b2, c: office }, u.apiKey);
     expect((await suggestion(b2)).suggestedCategory).toBeNull();
     // The counts as kept: Meals 3, Office 1.
-    const { rows } = await h.owner.query("select confirmations from app_public.merchant_category_counts where organization_id = $1 order by confirmations", [u.organizationId]);
+    const { rows } = await h.owner.query(`select sum(confirmations)::int as confirmations from app_public.merchant_category_counts
+      where organization_id = $1 group by category_id order by 1`, [u.organizationId]);
     expect(rows.map((r: any) => r.confirmations)).toEqual([1, 3]);
   });
 });
