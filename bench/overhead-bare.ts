@@ -1,17 +1,22 @@
 import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import pg from "pg";
+import { settingsStatement, sqlLiteral } from "../src/db/sql-text.js";
 import { applyGcFlags } from "../src/gc-flags.js";
 
 /**
- * The baseline of `npm run bench -- overhead` (issue 12): the least a server can do for the same
- * answers. `node:http` and `pg` only, and the same admission and database work as the GraphQL
- * server for the operations the benchmark sends: the body limit and a JSON object body, the API
- * key checked and counted by app_private.authenticate_api_key (rate-limit headers, 429), the query
- * text looked up as the server's gate looks up a query it has checked before, then one transaction
- * with the same statements (`begin`, the settings through json_array_elements, the operation's
- * SQL function, `commit`), and the selected fields of its JSON, in selection order, as the
- * response. Started by bench/overhead.ts: DATABASE_URL is the API's (authenticator) connection.
+ * The baseline of `npm run bench -- overhead` (issues 12 and 31): the floor, the least a server
+ * can do for the same answers. `node:http` and `pg` only, and the same admission and database work
+ * as the GraphQL server, in the same round trips: the body limit and a JSON object body, the API
+ * key checked and counted by app_private.authenticate_api_key (rate-limit headers, 429) in one
+ * round trip, the query text looked up as the server's gate looks up a query it has checked
+ * before, then the operation's transaction as the server sends it: `begin`, the settings, the
+ * operation's SQL function with its values as literals and `commit` in one simple-protocol message
+ * (values longer than the server's 16,384 characters as parameters, in three round trips, as the
+ * server does). The selected fields of its JSON, in selection order, are the response.
+ * BARE_ROUND_TRIPS=1 is the variant with the key check folded into the transaction's message: one
+ * round trip for the whole request, which the server does not do.
+ * Started by bench/overhead.ts: DATABASE_URL is the API's (authenticator) connection.
  */
 
 /** The fields a query selects, in order; a nested list for an object or a list of objects. */
@@ -24,6 +29,14 @@ export interface BareOperation {
   args: string[];
   selection: Selection;
 }
+
+/** The server's limit on a call's values sent as literals (plugins/sql-operations.ts, ONE_ROUND_TRIP_MAX_CHARS). */
+const ONE_ROUND_TRIP_MAX_CHARS = 16_384;
+
+/** A variable's value as the server passes it: objects as JSON. */
+const valueOf = (v: unknown) => (v === undefined || v === null ? null : typeof v === "object" ? JSON.stringify(v) : v as string | number | boolean);
+
+interface KeyRow { api_key_id: string; organization_id: string; request_count: number; window_end: Date }
 
 const BODY_LIMIT = 1024 * 1024;
 const API_KEY_SHAPE = /^acct_[0-9A-Za-z]{40}$/;
@@ -42,7 +55,15 @@ const error = (res: ServerResponse, status: number, message: string, code: strin
   res.end(JSON.stringify({ errors: [{ message, extensions: { code } }] }));
 };
 
-export function bareHandler(pool: pg.Pool, operations: Map<string, BareOperation>, quota: number, statementTimeoutMs: number) {
+export function bareHandler(pool: pg.Pool, operations: Map<string, BareOperation>, quota: number, statementTimeoutMs: number,
+    roundTrips: 1 | 2 = 2) {
+  /** The key check and the settings in one statement; a key refused or over its quota sets a role that does not exist, which ends the transaction. */
+  const foldedKeyCheck = (digest: string) => `select k.api_key_id, k.organization_id, k.request_count, k.window_end,
+      set_config('role', case when k.request_count <= ${quota} then 'accounting_visitor' else 'refused by the key check' end, true),
+      set_config('app.api_key_id', k.api_key_id::text, true), set_config('app.organization_id', k.organization_id::text, true),
+      set_config('statement_timeout', '${statementTimeoutMs}', true)
+    from (values (1)) one left join app_private.authenticate_api_key(${sqlLiteral(digest)}, ${quota}) k on true`;
+
   return (req: IncomingMessage, res: ServerResponse) => {
     if (req.method !== "POST" || req.url !== "/graphql") return error(res, 404, "Not found.", "NOT_FOUND");
     if (!(req.headers["content-type"] ?? "").startsWith("application/json")) {
@@ -62,18 +83,33 @@ export function bareHandler(pool: pg.Pool, operations: Map<string, BareOperation
       void answer(Buffer.concat(chunks).toString("utf8")).catch(() => error(res, 500, "Internal error.", "INTERNAL"));
     });
 
+    const rateHeaders = (key: KeyRow) => {
+      res.setHeader("X-RateLimit-Limit", String(quota));
+      res.setHeader("X-RateLimit-Remaining", String(Math.max(quota - key.request_count, 0)));
+      res.setHeader("X-RateLimit-Reset", String(Math.ceil(new Date(key.window_end).getTime() / 1000)));
+    };
+    /** The key check on its own round trip, as the server makes it: the key, or null when the response was sent. */
+    const checkKey = async (digest: string) => {
+      const { rows: [key] } = await pool.query<KeyRow>("select * from app_private.authenticate_api_key($1, $2)", [digest, quota]);
+      if (!key) {
+        error(res, 200, "Invalid API Key.", "UNAUTHENTICATED");
+        return null;
+      }
+      rateHeaders(key);
+      if (key.request_count > quota) {
+        error(res, 429, `Rate Limit Exceeded. ${quota} Requests/Hour.`, "RATE_LIMITED");
+        return null;
+      }
+      return key;
+    };
+
     const answer = async (text: string) => {
       const header = req.headers.authorization ?? "";
       const token = header.startsWith("Bearer ") ? header.slice(7).trim() : "";
       if (!API_KEY_SHAPE.test(token)) return error(res, 200, "Invalid API Key.", "UNAUTHENTICATED");
       const digest = createHash("sha256").update(token, "utf8").digest("hex");
-      const { rows: [key] } = await pool.query<{ api_key_id: string; organization_id: string; request_count: number; window_end: Date }>(
-        "select * from app_private.authenticate_api_key($1, $2)", [digest, quota]);
-      if (!key) return error(res, 200, "Invalid API Key.", "UNAUTHENTICATED");
-      res.setHeader("X-RateLimit-Limit", String(quota));
-      res.setHeader("X-RateLimit-Remaining", String(Math.max(quota - key.request_count, 0)));
-      res.setHeader("X-RateLimit-Reset", String(Math.ceil(key.window_end.getTime() / 1000)));
-      if (key.request_count > quota) return error(res, 429, `Rate Limit Exceeded. ${quota} Requests/Hour.`, "RATE_LIMITED");
+      let key: KeyRow | null = null;
+      if (roundTrips === 2 && !(key = await checkKey(digest))) return;
 
       let body: { query?: unknown; variables?: unknown };
       try {
@@ -90,21 +126,38 @@ export function bareHandler(pool: pg.Pool, operations: Map<string, BareOperation
       const refusal = variablesRefusal(variables);
       if (refusal) return error(res, 400, refusal, "BAD_USER_INPUT");
 
-      const settings = JSON.stringify([["role", "accounting_visitor"], ["app.api_key_id", key.api_key_id],
-        ["app.organization_id", key.organization_id], ["statement_timeout", String(statementTimeoutMs)]]);
+      const values = op.args.map((a) => valueOf(variables[a]));
+      const asLiterals = values.reduce<number>((n, v) => n + String(v).length, 0) <= ONE_ROUND_TRIP_MAX_CHARS;
+      const call = `select ${asLiterals ? op.sql.replace(/\$(\d+)/g, (_m, n: string) => sqlLiteral(values[Number(n) - 1])) : op.sql} as result`;
+      const opening = key
+        ? settingsStatement({ role: "accounting_visitor", "app.api_key_id": key.api_key_id, "app.organization_id": key.organization_id,
+          statement_timeout: String(statementTimeoutMs) })
+        : foldedKeyCheck(digest);
       const client = await pool.connect();
       let result: unknown;
       try {
-        await client.query("begin");
-        await client.query("select set_config(el->>0, el->>1, true) from json_array_elements($1::json) el", [settings]);
-        result = (await client.query<{ result: unknown }>(`select ${op.sql} as result`, op.args.map((a) => variables[a] ?? null))).rows[0].result;
-        await client.query("commit");
+        if (asLiterals) {
+          const results = (await client.query(`begin;\n${opening};\n${call}\n;commit`)) as unknown as pg.QueryResult[];
+          key ??= results[1].rows[0] as KeyRow;
+          result = results[2].rows[0].result;
+        } else {
+          const results = (await client.query(`begin;\n${opening}`)) as unknown as pg.QueryResult[];
+          key ??= results[1].rows[0] as KeyRow;
+          result = (await client.query<{ result: unknown }>(call, values)).rows[0].result;
+          await client.query("commit");
+        }
       } catch (e) {
         await client.query("rollback").catch(() => {});
-        throw e;
-      } finally {
         client.release();
+        // Folded: a refused key ended the transaction (its count with it); the key check alone says why.
+        if (roundTrips === 1 && /role "refused by the key check" does not exist/.test((e as Error).message)) {
+          if (await checkKey(digest)) error(res, 500, "The key was refused, then accepted.", "INTERNAL");
+          return;
+        }
+        throw e;
       }
+      client.release();
+      if (roundTrips === 1) rateHeaders(key);
       res.writeHead(200, { "content-type": "application/json; charset=utf-8" });
       res.end(JSON.stringify({ data: { [op.field]: project(result, op.selection) } }));
     };
@@ -156,7 +209,8 @@ if (process.env.BARE_OPERATIONS) {
   const pool = new pg.Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.API_POOL_SIZE ?? 20) });
   pool.on("error", () => {});
   const operations = new Map<string, BareOperation>(JSON.parse(process.env.BARE_OPERATIONS));
-  const server = createServer(bareHandler(pool, operations, Number(process.env.RATE_LIMIT_PER_HOUR ?? 5000), Number(process.env.STATEMENT_TIMEOUT_MS ?? 5000)));
+  const server = createServer(bareHandler(pool, operations, Number(process.env.RATE_LIMIT_PER_HOUR ?? 5000), Number(process.env.STATEMENT_TIMEOUT_MS ?? 5000),
+    process.env.BARE_ROUND_TRIPS === "1" ? 1 : 2));
   server.listen(Number(process.env.PORT), "127.0.0.1", () => console.log("ready"));
   process.on("SIGTERM", () => server.close(() => void pool.end().then(() => process.exit(0))));
 }

@@ -103,6 +103,16 @@ export async function load(url: string, body: unknown, headers: Record<string, s
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, requests: r.requests.total };
 }
 
+/** As `load`, each request with the body `next` makes (a write's own values). */
+export async function loadEach(url: string, next: () => unknown, headers: Record<string, string> = {}, connections = 10, seconds = 10): Promise<LoadResult> {
+  const r = await autocannon({
+    url: `${url}/graphql`, connections, duration: seconds,
+    requests: [{ method: "POST", headers: { "content-type": "application/json", ...headers },
+      setupRequest: (req: any) => ({ ...req, body: JSON.stringify(next()) }) }],
+  });
+  return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx, errors: r.errors, requests: r.requests.total };
+}
+
 export const fmt = (r: LoadResult) => `${r.rps.toFixed(0)} req/s, p50 ${r.p50} ms, p99 ${r.p99} ms (${r.requests} requests, ${r.non2xx} non-2xx, ${r.errors} errors)`;
 
 /**
