@@ -14,7 +14,7 @@ import { benchDatabase, databaseUrl, generateLedger, latencyRow, startServer, wi
  * from the daily totals) are measured as of today and as of a day in the past year.
  * `--reuse` keeps an already generated database; `--confirm-only` measures only the confirm
  * throughput; `--closing-only` only the closing reports (latencies and plans); `--sales-tax-only`
- * only salesTaxReturn; `--feed-only` only ledgerChanges. 60% of the classified events carry Ontario HST (a third journal line).
+ * only salesTaxReturn; `--feed-only` only ledgerChanges; `--search-only` only the filtered search. 60% of the classified events carry Ontario HST (a third journal line).
  */
 const DB = "accounting_bench_ledger";
 
@@ -25,6 +25,7 @@ export async function run(args: string[]) {
   const closingOnly = args.includes("--closing-only"); // for iterating on the closing reports
   const salesTaxOnly = args.includes("--sales-tax-only"); // the sales tax return alone
   const feedOnly = args.includes("--feed-only"); // ledgerChanges alone
+  const searchOnly = args.includes("--search-only"); // the filtered search alone
   const dbUrl = reuse ? databaseUrl(DB) : await benchDatabase(DB);
   const owner = new pg.Pool({ connectionString: dbUrl, max: 2 });
   let org: string;
@@ -87,10 +88,13 @@ export async function run(args: string[]) {
       // An integration catching up: each page after the last one's nextCursor.
       ["ledgerChanges, the next page of 200 (following nextCursor)", () => [FEED, { org, after: nextCursor }]],
     ];
-    const cases: [string, (i: number) => [string, Record<string, unknown>]][] = [
-      ["listLedgerEvents, default page (25, transactionDate desc)", () => [LIST, { org }]],
+    const search: typeof feed = [
       ["listLedgerEvents, status + 1-month date range + search", (i) => [LIST, {
         org, status: ["needs_review", "confirmed"], dateFrom: daysAgo(60 + (i % 300)), dateTo: daysAgo(30 + (i % 300)), search: "staples" }]],
+    ];
+    const cases: [string, (i: number) => [string, Record<string, unknown>]][] = [
+      ["listLedgerEvents, default page (25, transactionDate desc)", () => [LIST, { org }]],
+      ...search,
       ["getLedgerEvent", (i) => [`query($org: UUID!, $id: UUID!) { getLedgerEvent(organizationId: $org, eventId: $id) { ${ITEM} } }`, { org, id: sampleIds[i % sampleIds.length] }]],
       ["getLedgerEvent, waiting for review with no category (a suggestion)", (i) => [`query($org: UUID!, $id: UUID!) { getLedgerEvent(organizationId: $org, eventId: $id) { ${ITEM} suggestedCategory { account { id name } confidence basis } } }`, { org, id: waitingIds[i % waitingIds.length] }]],
       ["listLedgerEvents, needs_review (25, with suggestions)", () => [`query($org: UUID!) { listLedgerEvents(organizationId: $org, status: ["needs_review"]) { items { ${ITEM} suggestedCategory { account { id } confidence basis } } totalCount } }`, { org }]],
@@ -111,13 +115,13 @@ export async function run(args: string[]) {
       ["trialBalance, as of today", () => [TRIAL_BALANCE, { org }]],
       ["trialBalance, as of a day in the past year", (i) => [TRIAL_BALANCE, { org, asOf: daysAgo(1 + (i * 7) % 365) }]],
     ];
-    for (const [name, make] of confirmOnly ? [] : closingOnly ? closing : salesTaxOnly ? salesTax : feedOnly ? feed : [...cases, ...closing]) {
+    for (const [name, make] of confirmOnly ? [] : closingOnly ? closing : salesTaxOnly ? salesTax : feedOnly ? feed : searchOnly ? search : [...cases, ...closing]) {
       const line = await latencyRow(name, (i) => post(...make(i)));
       results.push(line);
       console.log(line);
     }
 
-    if (!confirmOnly && !feedOnly) {
+    if (!confirmOnly && !feedOnly && !searchOnly) {
       // What was measured adds up: assets = liabilities + equity + current-year earnings, debits = credits.
       const bs = (await post(BALANCE_SHEET, { org })).balanceSheet;
       const tb = (await post(TRIAL_BALANCE, { org })).trialBalance;
@@ -130,7 +134,7 @@ export async function run(args: string[]) {
       }
     }
 
-    if (!confirmOnly && !closingOnly && !feedOnly) {
+    if (!confirmOnly && !closingOnly && !feedOnly && !searchOnly) {
       // The return's figures are those of the journal's tax lines, summed directly.
       const [s, e] = [daysAgo(91), daysAgo(0)];
       const got = (await post(RETURN, { org, s, e, type: "GST_HST" })).salesTaxReturn;
@@ -143,7 +147,7 @@ export async function run(args: string[]) {
     }
 
     // Throughput: autocannon, 10 connections, each request confirming the next distinct classified event.
-    if (!closingOnly && !salesTaxOnly && !feedOnly) {
+    if (!closingOnly && !salesTaxOnly && !feedOnly && !searchOnly) {
       const CONFIRM = "mutation($org: UUID!, $id: UUID!) { confirmLedgerEvent(organizationId: $org, eventId: $id) { success error journalEntryId } }";
       for (const id of toConfirm.splice(0, 100)) await post(CONFIRM, { org, id }); // warm-up
       let next = 0;
@@ -170,9 +174,9 @@ export async function run(args: string[]) {
     await server.stop();
   }
 
-  if (confirmOnly || feedOnly) {
+  if (confirmOnly || feedOnly || searchOnly) {
     await owner.end();
-    if (feedOnly) console.log("\nSummary:\n| request | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|\n" + results.join("\n"));
+    if (feedOnly || searchOnly) console.log("\nSummary:\n| request | p50 ms | p95 ms | p99 ms |\n|---|---|---|---|\n" + results.join("\n"));
     return;
   }
   // EXPLAIN ANALYZE of the statements the functions run, as the API role sees them (RLS on).
