@@ -18,6 +18,7 @@ table app_private.job_outbox
   column max_attempts integer
   column job_key text
   column queued_at timestamp with time zone not null default now()
+  column preserve_run_at boolean not null default false
   constraint job_outbox_pkey PRIMARY KEY (id)
   CREATE UNIQUE INDEX job_outbox_pkey ON app_private.job_outbox USING btree (id)
   grants: none
@@ -2267,7 +2268,7 @@ end $function$
 CREATE OR REPLACE FUNCTION app_private.counter_shard()
  RETURNS smallint
  LANGUAGE sql
- PARALLEL SAFE
+ PARALLEL RESTRICTED
 AS $function$ select (pg_backend_pid() % 16)::smallint $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -2578,22 +2579,29 @@ declare
   -- made, before src/db/migrate.ts may have installed graphile-worker's schema.
   v_batch record;
 begin
+  if not pg_try_advisory_xact_lock(hashtext('accounting-api:job-outbox')) then return 0; end if;
   with taken as (
     delete from app_private.job_outbox o
      where o.id in (select x.id from app_private.job_outbox x order by x.id limit max_jobs for update skip locked)
     returning o.*
   ), counted as (
     select t.*, count(*) over () as taken_count,
-           row_number() over (partition by t.job_key order by t.id desc) as nth_of_key
+           row_number() over (partition by t.job_key order by t.id desc) as nth_of_key,
+           min(coalesce(t.run_at, t.queued_at)) over (partition by t.job_key) as earliest
       from taken t
   )
   select coalesce(max(c.taken_count), 0) as taken,
          array_agg(row(c.task, c.payload, c.queue_name, coalesce(c.run_at, c.queued_at), c.max_attempts, c.job_key, null, null)::graphile_worker.job_spec
-                   order by c.id) filter (where c.job_key is null or c.nth_of_key = 1) as specs
+                   order by c.id) filter (where not c.preserve_run_at and (c.job_key is null or c.nth_of_key = 1)) as specs,
+         array_agg(row(c.task, c.payload, c.queue_name, c.earliest, c.max_attempts, c.job_key, null, null)::graphile_worker.job_spec
+                   order by c.id) filter (where c.preserve_run_at and (c.job_key is null or c.nth_of_key = 1)) as preserved
     into v_batch
     from counted c;
   if v_batch.specs is not null then
     perform graphile_worker.add_jobs(v_batch.specs);
+  end if;
+  if v_batch.preserved is not null then
+    perform graphile_worker.add_jobs(v_batch.preserved, job_key_preserve_run_at => true);
   end if;
   return v_batch.taken;
 end $function$
@@ -3054,7 +3062,7 @@ AS $function$
     when task = 'extract_receipt' then 'reading:' || org
     when task in ('scan_mailbox', 'scan_cloud_drive', 'import_processor_balance', 'rebuild_daily_totals') then 'long:' || org
     when task = 'match_receipts' then 'matching:' || org
-    when task = 'deliver_webhook' then 'webhook:' || org
+    when task in ('deliver_webhooks', 'deliver_webhook') then 'webhook:' || org
   end
 $function$
 -- grants: <owner>: EXECUTE
@@ -4095,13 +4103,18 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.queue_job(task text, payload json, queue_name text DEFAULT NULL::text, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, max_attempts integer DEFAULT NULL::integer, job_key text DEFAULT NULL::text)
+CREATE OR REPLACE FUNCTION app_private.queue_job(task text, payload json, queue_name text DEFAULT NULL::text, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, max_attempts integer DEFAULT NULL::integer, job_key text DEFAULT NULL::text, preserve_run_at boolean DEFAULT false)
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
 begin
-  insert into app_private.job_outbox (task, payload, queue_name, run_at, max_attempts, job_key)
-    values (task, payload, queue_name, run_at, max_attempts, job_key);
+  -- What graphile-worker would refuse refuses the change here, not a whole batch later.
+  if max_attempts is not null and max_attempts not between 1 and 32767 then
+    raise exception 'queue_job: max_attempts must be between 1 and 32767, not %', max_attempts;
+  end if;
+  if job_key = '' then raise exception 'queue_job: a job key must not be empty'; end if;
+  insert into app_private.job_outbox (task, payload, queue_name, run_at, max_attempts, job_key, preserve_run_at)
+    values (task, payload, queue_name, run_at, max_attempts, job_key, preserve_run_at);
 end $function$
 -- grants: <owner>: EXECUTE
 
@@ -4207,14 +4220,15 @@ CREATE OR REPLACE FUNCTION app_private.queue_webhook_endpoint_job(organization_i
 AS $function$
 declare v_later boolean := at > now();
 begin
-  perform app_private.queue_job('deliver_webhook',
+  perform app_private.queue_job('deliver_webhooks',
     json_build_object('organizationId', organization_id, 'webhookEndpointId', webhook_endpoint_id),
-    queue_name => app_private.job_queue('deliver_webhook', organization_id), run_at => case when v_later then at end,
-    max_attempts => 5, job_key => case when v_later then 'webhook-retry:' else 'webhook-endpoint:' end || webhook_endpoint_id);
+    queue_name => app_private.job_queue('deliver_webhooks', organization_id), run_at => case when v_later then at end,
+    max_attempts => 5, job_key => case when v_later then 'webhook-retry:' else 'webhook-endpoint:' end || webhook_endpoint_id,
+    preserve_run_at => not v_later);
 end $function$
 -- grants: <owner>: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.queue_webhook_endpoint_jobs(webhook_endpoint_id uuid)
+CREATE OR REPLACE FUNCTION app_private.queue_webhook_endpoint_jobs(webhook_endpoint_id uuid, due_now boolean DEFAULT true)
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
@@ -4230,7 +4244,7 @@ begin
              and d.next_attempt_at > now())
     into v_org, v_due, v_next
     from app_public.webhook_endpoints ep where ep.id = queue_webhook_endpoint_jobs.webhook_endpoint_id and ep.status = 'enabled';
-  if v_due then perform app_private.queue_webhook_endpoint_job(v_org, webhook_endpoint_id, now()); end if;
+  if v_due and due_now then perform app_private.queue_webhook_endpoint_job(v_org, webhook_endpoint_id, now()); end if;
   if v_next is not null then perform app_private.queue_webhook_endpoint_job(v_org, webhook_endpoint_id, v_next); end if;
 end $function$
 -- grants: <owner>: EXECUTE
@@ -4666,7 +4680,6 @@ declare
   a jsonb;
   v_failed uuid[] := '{}';
   v_endpoint uuid;
-  v_next timestamptz;
 begin
   for a in select * from jsonb_array_elements(outcomes) loop
     if app_private.record_webhook_attempt((a->>'deliveryId')::uuid, (a->>'attempt')::integer,
@@ -4685,12 +4698,9 @@ begin
      where ep.id = v_endpoint;
     perform app_private.fail_pending_webhook_deliveries(v_endpoint);
   end loop;
-  select min(d.next_attempt_at) into v_next from app_public.webhook_deliveries d
-   where d.webhook_endpoint_id = record_webhook_attempts.webhook_endpoint_id and d.status = 'pending' and d.next_attempt_at > now();
-  if v_next is not null then
-    perform app_private.queue_webhook_endpoint_job(ep.organization_id, ep.id, v_next)
-       from app_public.webhook_endpoints ep where ep.id = record_webhook_attempts.webhook_endpoint_id and ep.status = 'enabled';
-  end if;
+  perform app_private.queue_webhook_endpoint_jobs(x.webhook_endpoint_id, due_now => false)
+     from (select distinct d.webhook_endpoint_id from app_public.webhook_deliveries d
+            where d.id in (select (o->>'deliveryId')::uuid from jsonb_array_elements(outcomes) o)) x;
   return exists (select 1 from app_public.webhook_deliveries d join app_public.webhook_endpoints ep on ep.id = d.webhook_endpoint_id
                   where d.webhook_endpoint_id = record_webhook_attempts.webhook_endpoint_id and d.status = 'pending'
                     and d.next_attempt_at <= now() and ep.status = 'enabled');
@@ -4826,6 +4836,19 @@ begin
     perform app_private.fail(format('A sub-account must have the classification of its parent (%s).', p.classification));
   end if;
   return p.id;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.resume_webhook_endpoint(webhook_endpoint_id uuid)
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'pg_temp'
+AS $function$
+begin
+  perform app_private.check_job_organization(ep.organization_id)
+     from app_public.webhook_endpoints ep where ep.id = resume_webhook_endpoint.webhook_endpoint_id;
+  perform app_private.queue_webhook_endpoint_jobs(webhook_endpoint_id);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -5983,6 +6006,9 @@ begin
   if not found then perform app_private.fail('Webhook endpoint not found.', 'AP404'); end if;
   if update_webhook_endpoint.status = 'disabled' then
     perform app_private.fail_pending_webhook_deliveries(webhook_endpoint_id);
+  elsif update_webhook_endpoint.status = 'enabled' then
+    -- A delivery made while it was being disabled may still wait: its jobs again.
+    perform app_private.resume_webhook_endpoint(webhook_endpoint_id);
   end if;
   return jsonb_build_object('success', true, 'error', null, 'webhookEndpoint', app_private.webhook_endpoint_json(webhook_endpoint_id));
 end $function$

@@ -89,22 +89,43 @@ describe("the job outbox", () => {
     expect((await queuedJobs()).map((j) => [j.key, (j.payload as { n: number }).n])).toEqual([["k-b", 2], ["k-a", 5]]);
   });
 
-  it("a worker that dies while moving a batch loses nothing; two workers never move a job twice", async () => {
+  it("a job whose time is preserved keeps its place however often it is asked for again", async () => {
+    await clearQueue();
+    const queue = (n: number) => h.owner.query("select app_private.queue_job('match_receipts', $1::json, job_key => 'k-p', preserve_run_at => true)",
+      [JSON.stringify({ organizationId: t.organizationId, n })]);
+    const runAt = async () => (await h.owner.query("select run_at from graphile_worker._private_jobs where key = 'k-p'")).rows[0].run_at as Date;
+    await queue(1);
+    await dispatchQueuedJobs(h.owner);
+    const first = await runAt();
+    await new Promise((r) => setTimeout(r, 20));
+    await queue(2);
+    await queue(3);
+    await dispatchQueuedJobs(h.owner);
+    expect(await runAt()).toEqual(first);
+    expect((await queuedJobs()).map((j) => (j.payload as { n: number }).n)).toEqual([3]);
+  });
+
+  it("refuses a job graphile-worker would refuse, with the change that asked for it", async () => {
+    await expect(h.owner.query("select app_private.queue_job('match_receipts', '{}', max_attempts => 40000)")).rejects.toThrow(/max_attempts/);
+    await expect(h.owner.query("select app_private.queue_job('match_receipts', '{}', job_key => '')")).rejects.toThrow(/job key/);
+  });
+
+  it("a worker that dies while moving a batch loses nothing; two workers never move at once", async () => {
     await clearQueue();
     for (const amount of ["5.00", "6.00"]) await queueMatching(h.owner, amount);
     const dying = await h.owner.connect();
     try {
       await dying.query("begin");
       expect(await dispatchQueuedJobs(dying)).toBeGreaterThanOrEqual(2);
-      // Meanwhile another worker finds these taken and skips them.
+      // Meanwhile another worker moves nothing: batches reach the queue in the order they were taken.
       await queueMatching(h.owner, "7.00");
-      await dispatchQueuedJobs(h.owner);
-      expect((await queuedJobs()).map((j) => (j.payload as { amounts: string[] }).amounts)).toEqual([["7.00"]]);
+      expect(await dispatchQueuedJobs(h.owner)).toBe(0);
+      expect(await queuedJobs()).toEqual([]);
       await dying.query("rollback"); // the process died: its transaction is rolled back
     } finally {
       dying.release();
     }
-    expect((await outbox()).map((j) => (j.payload as { amounts: string[] }).amounts)).toEqual([["5.00"], ["6.00"]]);
+    expect((await outbox()).map((j) => (j.payload as { amounts: string[] }).amounts)).toEqual([["5.00"], ["6.00"], ["7.00"]]);
     await dispatchQueuedJobs(h.owner);
     expect((await queuedJobs()).map((j) => (j.payload as { amounts: string[] }).amounts).sort()).toEqual([["5.00"], ["6.00"], ["7.00"]]);
   });

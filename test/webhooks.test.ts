@@ -317,6 +317,23 @@ describe("deliveries", () => {
     worker = await startTestWorker(h.config);
   });
 
+  it("a job of the release before (one delivery's) still sends its endpoint's deliveries", async () => {
+    await worker.stop();
+    await withReceiver(undefined, async (receiver) => {
+      const { webhookEndpoint } = await createEndpoint(receiver.url, ["ledger_event.created"]);
+      await createEvent(h, t, { merchantName: "Queued Before The Deploy" });
+      // The endpoint's own job is gone: only the old kind is left.
+      await h.owner.query("delete from app_private.job_outbox where payload->>'webhookEndpointId' = $1", [webhookEndpoint.id]);
+      await h.owner.query(`select graphile_worker.add_job('deliver_webhook', json_build_object('organizationId', d.organization_id, 'deliveryId', d.id),
+        queue_name => app_private.job_queue('deliver_webhook', d.organization_id)) from app_public.webhook_deliveries d where d.webhook_endpoint_id = $1`,
+      [webhookEndpoint.id]);
+      worker = await startTestWorker(h.config);
+      await until(() => receiver.received.length, (n) => n >= 1);
+      expect(receiver.received.map((r) => r.event.data.object.merchantName)).toEqual(["Queued Before The Deploy"]);
+      await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
+    });
+  });
+
   it("sends one bank_import.completed for an import, and receipt events", async () => {
     await withReceiver(undefined, async (receiver) => {
       const { webhookEndpoint } = await createEndpoint(receiver.url, ["bank_import.completed", "ledger_event.created", "receipt.received"]);

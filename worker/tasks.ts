@@ -6,7 +6,7 @@ import { createStorage, type Storage } from "../src/storage/index.js";
 import { EXTRACT_RECEIPT_TASK, extractReceiptPayload, MATCH_RECEIPTS_TASK, matchReceiptsPayload, runExtraction, runMatching } from "../src/receipts/jobs.js";
 import { QUEUE_SOURCE_SCANS_TASK, queueDueSourceScans, runSourceScan, SCAN_CLOUD_DRIVE_TASK, SCAN_MAILBOX_TASK, sourceScanPayload } from "../src/sources/jobs.js";
 import { jobPool, recordedJob } from "./job-results.js";
-import { DELIVER_WEBHOOK_TASK, runWebhookDeliveries, webhookDeliveryPayload } from "../src/webhooks/deliver.js";
+import { DELIVER_WEBHOOK_TASK, DELIVER_WEBHOOKS_TASK, runWebhookDeliveries, webhookDeliveryPayload } from "../src/webhooks/deliver.js";
 import { sealedBox, type SealedBox } from "../src/secrets/sealed-box.js";
 import { REBUILD_DAILY_TOTALS_TASK, REEXTRACT_RECEIPTS_TASK, rebuildDailyTotals, reextractReceipts } from "../src/operator-jobs/tasks.js";
 
@@ -23,6 +23,11 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
   const jobSecrets = () => (secrets ??= sealedBox(jobConfig().secretsKey));
   const scan = (payload: unknown, helpers: JobHelpers) =>
     runSourceScan({ owner: jobPool(helpers), storage: jobStorage(), config: jobConfig() }, sourceScanPayload(payload));
+  const deliverWebhooks = async (payload: unknown, helpers: JobHelpers) => {
+    const p = await webhookDeliveryPayload(jobPool(helpers), payload);
+    if (!p) return helpers.logger.error(`${DELIVER_WEBHOOKS_TASK}: the payload needs organizationId and webhookEndpointId (UUIDs); not retried.`);
+    await runWebhookDeliveries({ owner: jobPool(helpers), config: jobConfig(), secrets: jobSecrets() }, p);
+  };
   return {
     // Hourly housekeeping: idempotency records live 24 hours, rate-limit windows one hour.
     async purge_expired(_payload, helpers) {
@@ -71,12 +76,10 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
 
     // Webhooks: an endpoint's due deliveries (its job queued with the change that made an event,
     // or at its next retry, on its organization's webhook queue). Not in job_results: the
-    // delivery log is their record.
-    async [DELIVER_WEBHOOK_TASK](payload, helpers) {
-      const p = webhookDeliveryPayload(payload);
-      if (!p) return helpers.logger.error(`${DELIVER_WEBHOOK_TASK}: the payload needs organizationId and webhookEndpointId (UUIDs); not retried.`);
-      await runWebhookDeliveries({ owner: jobPool(helpers), config: jobConfig(), secrets: jobSecrets() }, p);
-    },
+    // delivery log is their record. The release before's task, one delivery's job, does the same
+    // for its delivery's endpoint.
+    [DELIVER_WEBHOOKS_TASK]: deliverWebhooks,
+    [DELIVER_WEBHOOK_TASK]: deliverWebhooks,
 
     // Queued after extraction, and when an organization's events change while receipts wait.
     async [MATCH_RECEIPTS_TASK](payload, helpers) {
@@ -95,7 +98,7 @@ export const taskList: TaskList = tasksFor(() => createStorage(loadConfig()));
  * one at a time per organization (app_private.job_queue).
  */
 export const LANES = {
-  quick: ["purge_expired", QUEUE_SOURCE_SCANS_TASK, MATCH_RECEIPTS_TASK, DELIVER_WEBHOOK_TASK, REEXTRACT_RECEIPTS_TASK],
+  quick: ["purge_expired", QUEUE_SOURCE_SCANS_TASK, MATCH_RECEIPTS_TASK, DELIVER_WEBHOOKS_TASK, DELIVER_WEBHOOK_TASK, REEXTRACT_RECEIPTS_TASK],
   reading: [EXTRACT_RECEIPT_TASK],
   long: [SCAN_MAILBOX_TASK, SCAN_CLOUD_DRIVE_TASK, PROCESSOR_IMPORT_TASK, REBUILD_DAILY_TOTALS_TASK],
 } as const;

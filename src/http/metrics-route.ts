@@ -36,8 +36,8 @@ export function metricsRoute(token: string | undefined, pools: { owner: pg.Pool;
                count(*) filter (where last_error is not null and attempts < max_attempts)::int as b,
                count(*) filter (where attempts >= max_attempts)::int as c
           from (select task_identifier as task, attempts, max_attempts, last_error from graphile_worker.jobs
-                union all -- queued by a change, not yet moved into graphile-worker's queue (worker/job-outbox.ts)
-                select task, 0, 1, null from app_private.job_outbox) j
+                union all -- queued by a change, not yet moved into graphile-worker's queue (worker/job-outbox.ts); a key's rows are one job
+                select distinct on (coalesce(job_key, id::text)) task, 0, 1, null from app_private.job_outbox) j
          group by task
         union all
         select 'results', job_name, count(*) filter (where status = 'succeeded')::int, count(*) filter (where status = 'failed')::int, 0

@@ -9,6 +9,11 @@ import { checkWebhookUrl, type CheckedUrl } from "./endpoint-url.js";
 import { SIGNATURE_HEADER, signatureOf } from "./signature.js";
 
 /** The worker's task: the due deliveries of one endpoint (queued by migrations/fixtures/webhooks/). */
+export const DELIVER_WEBHOOKS_TASK = "deliver_webhooks";
+/**
+ * The task of the release before: one delivery's job (its endpoint's deliveries sent), left by a
+ * deploy that raced a job being queued. Served until none can be left.
+ */
 export const DELIVER_WEBHOOK_TASK = "deliver_webhook";
 
 /** An endpoint has this long to answer; what it sends after the status line is not waited for. */
@@ -20,13 +25,17 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export interface WebhookDeliveryPayload { organizationId: string; webhookEndpointId: string }
 
-export function webhookDeliveryPayload(payload: unknown): WebhookDeliveryPayload | null {
+/** A job's payload: its endpoint's, or (the release before) one delivery's, whose endpoint it is. */
+export async function webhookDeliveryPayload(owner: pg.Pool, payload: unknown): Promise<WebhookDeliveryPayload | null> {
   const p = payload as Record<string, unknown> | null;
-  if (typeof p?.organizationId !== "string" || !UUID.test(p.organizationId)
-      || typeof p.webhookEndpointId !== "string" || !UUID.test(p.webhookEndpointId)) {
-    return null;
+  if (typeof p?.organizationId !== "string" || !UUID.test(p.organizationId)) return null;
+  if (typeof p.webhookEndpointId === "string" && UUID.test(p.webhookEndpointId)) {
+    return { organizationId: p.organizationId, webhookEndpointId: p.webhookEndpointId };
   }
-  return { organizationId: p.organizationId, webhookEndpointId: p.webhookEndpointId };
+  if (typeof p.deliveryId !== "string" || !UUID.test(p.deliveryId)) return null;
+  const { rows: [d] } = await owner.query<{ webhook_endpoint_id: string }>(
+    "select webhook_endpoint_id from app_public.webhook_deliveries where id = $1", [p.deliveryId]);
+  return d ? { organizationId: p.organizationId, webhookEndpointId: d.webhook_endpoint_id } : null;
 }
 
 interface DueDeliveries {
@@ -66,7 +75,12 @@ export async function runWebhookDeliveries(deps: WebhookDeliveryDeps, p: Webhook
   for (;;) {
     const { rows: [{ due }] } = await deps.owner.query<{ due: DueDeliveries | null }>(
       "select app_private.webhook_deliveries_due($1, $2) as due", [p.webhookEndpointId, BATCH]);
-    if (!due || due.organizationId !== p.organizationId || due.deliveries.length === 0) return posted;
+    if (!due || due.organizationId !== p.organizationId) return posted;
+    if (due.deliveries.length === 0) {
+      // A retry job that ran early, or a second job for the same deliveries: the next retry still gets its job.
+      await deps.owner.query("select app_private.queue_webhook_endpoint_jobs($1)", [p.webhookEndpointId]);
+      return posted;
+    }
     const secret = deps.secrets.open(due.secretSealed, webhookSecretContext(due.organizationId, due.webhookEndpointId));
     // The URL is checked once a batch: every post of it goes to the address checked.
     const target = await deliveryTarget(due.url, outboundOf(deps.config));
@@ -82,7 +96,7 @@ export async function runWebhookDeliveries(deps: WebhookDeliveryDeps, p: Webhook
       [p.webhookEndpointId, JSON.stringify(attempts), deps.config.webhookRetrySeconds, deps.config.webhookRetryWindowSeconds]);
     if (!more) return posted;
     if (Date.now() - started > JOB_TIME_MS) {
-      // Time for the other organizations' jobs: the endpoint's next job sends the rest.
+      // Time for the organization's other endpoints: this endpoint's next job sends the rest.
       await deps.owner.query("select app_private.queue_webhook_endpoint_jobs($1)", [p.webhookEndpointId]);
       return posted;
     }

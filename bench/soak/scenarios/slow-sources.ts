@@ -42,7 +42,7 @@ export const slowSources: Scenario<{ image: Buffer }> = {
     figures.mailboxes = await mailboxes(ctx, b).then((list) => list.map((m) => `${m.status}${m.lastError ? `: ${m.lastError}` : ""}`), (e: Error) => e.message);
     figures.attackerReceiptStates = await Promise.all(slow.map((r) => (r.receiptId ? receiptState(ctx, r.receiptId) : r.error)));
     const jobs = await ctx.jobs();
-    figures.jobs = describeJobs(jobs, ["scan_mailbox", "extract_receipt", "deliver_webhook", "match_receipts"]);
+    figures.jobs = describeJobs(jobs, ["scan_mailbox", "extract_receipt", "deliver_webhooks", "match_receipts"]);
     const disconnectedScanRunning = jobs.some((j) => j.task === "scan_mailbox" && j.lockedBy && JSON.stringify(j.payload).includes(first ?? "-"));
     figures.disconnectedMailboxScanStillLocked = disconnectedScanRunning;
     return { figures, checks: { disconnectStoppedScan: first ? !disconnectedScanRunning : null } };
