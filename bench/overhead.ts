@@ -30,6 +30,8 @@ export interface Case {
   next?: () => Record<string, unknown>;
   /** An API key other than the overhead organization's. */
   credential?: string;
+  /** Concurrent clients (10 unless said): imports into one account run one at a time, and ten would wait out the statement timeout. */
+  connections?: number;
   bare: Omit<BareOperation, "selection">;
   selection: string;
 }
@@ -113,6 +115,7 @@ export function writeCases(f: WriteFixture, stagedIds: string[]): Case[] {
       query: "mutation($org: UUID!, $acct: UUID!, $rows: [BankStatementRowInput!]!) { importBankStatement(organizationId: $org, paymentAccountId: $acct, rows: $rows) { success error importedCount skippedCount settledCount batchId } }",
       variables: {},
       credential: f.importSecret,
+      connections: 2,
       next: () => {
         const batch = ++imported;
         return { org: f.importOrg, acct: f.importAccountId, rows: Array.from({ length: 500 }, (_, i) => ({
@@ -193,7 +196,7 @@ export async function run(args: string[]) {
   const servers: Record<Server, { url: string; pid: number }> = { graphql: { url: graphql.url, pid: graphql.child.pid! }, floor, floor1 };
   const headersOf = (c: Case) => ({ authorization: `Bearer ${c.credential ?? secret}` });
   const bodyOf = (c: Case) => ({ query: c.query, variables: c.next ? c.next() : c.variables });
-  // A write's rate is not known before it is measured: enough staged events for the fastest seen.
+  // A write's rate is not known before it is measured: staged events for 2,000 confirms a second, more than any server makes here.
   const enoughToConfirm = async (s: number) => stageEvents(dbUrl, fixture, staged, Math.ceil(s * 2_000) + 500);
   try {
     // The same answers, or the comparison means nothing (a write's ids aside).
@@ -209,8 +212,8 @@ export async function run(args: string[]) {
     const measure = async (c: Case, server: Server, s: number) => {
       if (c.name === "confirmLedgerEvent") await enoughToConfirm(s);
       const target = servers[server];
-      if (!c.next) return load(target.url, bodyOf(c), headersOf(c), 10, s);
-      return loadEach(target.url, () => bodyOf(c), headersOf(c), 10, s);
+      if (!c.next) return load(target.url, bodyOf(c), headersOf(c), c.connections ?? 10, s);
+      return loadEach(target.url, () => bodyOf(c), headersOf(c), c.connections ?? 10, s);
     };
     if (warm > 0) for (const c of cases) for (const server of Object.keys(servers) as Server[]) await measure(c, server, warm);
     const results = new Map<string, Record<Server, Measured[]>>();
@@ -218,7 +221,9 @@ export async function run(args: string[]) {
       for (const c of cases) {
         const entry = results.get(c.name) ?? { graphql: [], floor: [], floor1: [] };
         results.set(c.name, entry);
-        for (const server of Object.keys(servers) as Server[]) {
+        // Each repetition in another order: a write grows the data the next server writes to.
+        const order = Object.keys(servers) as Server[];
+        for (const server of [...order.slice(r % order.length), ...order.slice(0, r % order.length)]) {
           await measure(c, server, 1); // warm
           const cpu0 = cpuMs(servers[server].pid);
           const result = await measure(c, server, seconds);
@@ -228,7 +233,7 @@ export async function run(args: string[]) {
         }
       }
     }
-    console.log(`\n${warm} s of warm-up per case and server, then ${repetitions} interleaved repetitions of ${seconds} s, 10 connections; medians`);
+    console.log(`\n${warm} s of warm-up per case and server, then ${repetitions} interleaved repetitions of ${seconds} s, 10 connections (imports 2); medians`);
     console.log("case | server | req/s | p50 ms | p99 ms | CPU ms/request");
     for (const [name, r] of results) {
       const m = { graphql: median(r.graphql), floor: median(r.floor), floor1: median(r.floor1) };
