@@ -40,15 +40,27 @@ export async function benchDatabase(name: string, fresh = true): Promise<string>
  * events over three years, about 80% confirmed, generated set-based by bench/ledger-data.sql.
  */
 export async function generateLedger(owner: pg.Pool, dbUrl: string, name: string, events: number): Promise<string> {
-  await owner.query("delete from app_public.organizations where name = $1", [name]);
-  const org = (await owner.query("select id from app_private.create_organization($1)", [name])).rows[0].id as string;
-  await owner.query(`insert into app_public.accounts (organization_id, name, account_type, classification)
-    values ($1, 'Office Supplies', 'expense', 'expense'), ($1, 'Travel', 'expense', 'expense')`, [org]);
-  const t0 = Date.now();
-  execFileSync("psql", [dbUrl, "-q", "-v", "ON_ERROR_STOP=1", "-v", `org=${org}`, "-v", `events=${events}`,
-    "-f", path.resolve("bench/ledger-data.sql")], { stdio: ["ignore", "ignore", "inherit"] });
-  console.log(`generated ${events.toLocaleString("en-US")} events in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  const [org] = await generateLedgers(owner, dbUrl, [{ name, events }]);
   return org;
+}
+
+/** Organizations, each as generateLedger makes one, in one run of bench/ledger-data.sql; their ids in order. */
+export async function generateLedgers(owner: pg.Pool, dbUrl: string, tenants: { name: string; events: number }[]): Promise<string[]> {
+  const names = tenants.map((t) => t.name);
+  await owner.query("delete from app_public.organizations where name = any ($1)", [names]);
+  const orgs = (await owner.query<{ id: string }>(
+    "select (select id from app_private.create_organization(n)) as id from unnest($1::text[]) with ordinality u (n, i) order by i", [names])).rows.map((r) => r.id);
+  await owner.query(`insert into app_public.accounts (organization_id, name, account_type, classification)
+    select o, x.name, 'expense', 'expense' from unnest($1::uuid[]) o cross join (values ('Office Supplies'), ('Travel')) x (name)`, [orgs]);
+  await owner.query("drop table if exists public.bench_tenants");
+  await owner.query("create table public.bench_tenants (org uuid primary key, events integer not null)");
+  await owner.query("insert into public.bench_tenants select * from unnest($1::uuid[], $2::integer[])", [orgs, tenants.map((t) => t.events)]);
+  const t0 = Date.now();
+  execFileSync("psql", [dbUrl, "-q", "-v", "ON_ERROR_STOP=1", "-f", path.resolve("bench/ledger-data.sql")], { stdio: ["ignore", "ignore", "inherit"] });
+  await owner.query("drop table public.bench_tenants");
+  const total = tenants.reduce((n, t) => n + t.events, 0);
+  console.log(`generated ${total.toLocaleString("en-US")} events in ${tenants.length.toLocaleString("en-US")} organization(s) in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  return orgs;
 }
 
 export interface ServerProcess { url: string; stop(): Promise<void>; child: ChildProcess }
