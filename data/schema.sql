@@ -6226,6 +6226,7 @@ CREATE OR REPLACE FUNCTION app_public.account_balances(organization_id uuid)
  RETURNS jsonb
  LANGUAGE plpgsql
  STABLE
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 begin
   perform app_private.assert_org_access(organization_id, false);
@@ -6392,6 +6393,7 @@ CREATE OR REPLACE FUNCTION app_public.balance_sheet(organization_id uuid, as_of 
  RETURNS jsonb
  LANGUAGE plpgsql
  STABLE
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 declare
   v_as_of date;
@@ -6794,6 +6796,7 @@ CREATE OR REPLACE FUNCTION app_public.dashboard_summary(organization_id uuid, st
  RETURNS jsonb
  LANGUAGE plpgsql
  STABLE
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 declare
   period daterange;
@@ -6970,6 +6973,7 @@ CREATE OR REPLACE FUNCTION app_public.income_statement(organization_id uuid, sta
  RETURNS jsonb
  LANGUAGE plpgsql
  STABLE
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 declare
   period daterange;
@@ -7282,6 +7286,7 @@ CREATE OR REPLACE FUNCTION app_public.list_ledger_events(organization_id uuid, s
  RETURNS jsonb
  LANGUAGE plpgsql
  STABLE
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 declare
   statuses constant text[] := array['needs_review', 'confirmed', 'synced', 'reconciled', 'pending', 'ignored'];
@@ -7943,6 +7948,7 @@ CREATE OR REPLACE FUNCTION app_public.sales_tax_return(organization_id uuid, sta
  RETURNS jsonb
  LANGUAGE plpgsql
  STABLE
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 declare
   v_period daterange;
@@ -8068,6 +8074,7 @@ CREATE OR REPLACE FUNCTION app_public.trial_balance(organization_id uuid, as_of 
  RETURNS jsonb
  LANGUAGE plpgsql
  STABLE
+ SET plan_cache_mode TO 'force_custom_plan'
 AS $function$
 declare
   v_as_of date;
