@@ -2582,12 +2582,12 @@ begin
   if not pg_try_advisory_xact_lock(hashtext('accounting-api:job-outbox')) then return 0; end if;
   with taken as (
     delete from app_private.job_outbox o
-     where o.id in (select x.id from app_private.job_outbox x order by x.id limit max_jobs for update skip locked)
+     where o.id in (select x.id from app_private.job_outbox x order by x.id limit max_jobs)
     returning o.*
   ), counted as (
     select t.*, count(*) over () as taken_count,
            row_number() over (partition by t.job_key order by t.id desc) as nth_of_key,
-           min(coalesce(t.run_at, t.queued_at)) over (partition by t.job_key) as earliest
+           min(coalesce(t.run_at, t.queued_at)) over (partition by t.job_key, t.preserve_run_at) as earliest
       from taken t
   )
   select coalesce(max(c.taken_count), 0) as taken,

@@ -6,8 +6,8 @@ import { logger } from "../src/logger.js";
  * graphile-worker's queue: a batch at a time, one NOTIFY each, so that the API's transactions
  * never notify (PostgreSQL commits notifying transactions one at a time). A full batch is followed
  * at once by the next; otherwise the outbox is looked at again after a pause that grows while it
- * stays empty, from BUSY_MS to IDLE_MS. Several workers share the outbox (each skips the rows
- * another is moving).
+ * stays empty, from BUSY_MS to IDLE_MS. Several workers share the outbox: one moves at a time
+ * (app_private.dispatch_queued_jobs takes a lock; the others move nothing that round).
  */
 export interface JobOutbox {
   stop(): Promise<void>;
