@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import path from "node:path";
 import pg from "pg";
-import { benchDatabase, databaseUrl, latencyRow, startServer } from "./support.js";
+import { benchDatabase, databaseUrl, daysAgo, graphqlClient, latencyRow, startServer } from "./support.js";
 
 /**
  * `npm run bench -- documents [--documents N] [--reuse]`: one organization with N invoices
@@ -32,16 +32,9 @@ export async function run(args: string[]) {
   console.log(`data: ${JSON.stringify(stats)}`);
   const { rows: [{ key }] } = await owner.query("select app_private.create_api_key($1, 'bench') as key", [org]);
   const server = await startServer(dbUrl, { PG_POOL_MAX: "20" });
-  const daysAgo = (n: number) => new Date(Date.now() - n * 86400_000).toISOString().slice(0, 10);
   const results: string[] = [];
   try {
-    const post = async (query: string, variables: Record<string, unknown>) => {
-      const res = await fetch(`${server.url}/graphql`, { method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${key.secret}` }, body: JSON.stringify({ query, variables }) });
-      const body = (await res.json()) as { data?: Record<string, any>; errors?: unknown[] };
-      if (body.errors) throw new Error(JSON.stringify(body.errors));
-      return body.data!;
-    };
+    const post = graphqlClient(server.url, `Bearer ${key.secret}`);
     const LIST = `query($org: UUID!, $status: [String!], $dueBefore: String, $search: String) { listInvoices(organizationId: $org, status: $status,
       dueBefore: $dueBefore, search: $search) { items { id number contact { displayName } dueDate status total amountDue } totalCount } }`;
     const AGING = `query($org: UUID!, $asOf: Date) { agingReport(organizationId: $org, asOf: $asOf) { asOf

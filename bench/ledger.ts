@@ -1,6 +1,6 @@
 import autocannon from "autocannon";
 import pg from "pg";
-import { benchDatabase, databaseUrl, generateLedger, latencyRow, startServer, withPlans } from "./support.js";
+import { benchDatabase, databaseUrl, generateLedger, graphqlClient, latencyRow, startServer, withPlans } from "./support.js";
 
 /**
  * `npm run bench -- ledger [--events N] [--reuse]`: one organization with N events (default
@@ -62,14 +62,11 @@ export async function run(args: string[]) {
   const server = await startServer(dbUrl, { PG_POOL_MAX: "20" });
   const results: string[] = [];
   try {
+    const request = graphqlClient(server.url, auth);
     const post = async (query: string, variables: Record<string, unknown>) => {
-      const res = await fetch(`${server.url}/graphql`, {
-        method: "POST", headers: { "content-type": "application/json", authorization: auth }, body: JSON.stringify({ query, variables }),
-      });
-      const body = (await res.json()) as { data?: Record<string, any>; errors?: unknown[] };
-      if (body.errors) throw new Error(JSON.stringify(body.errors));
-      if (body.data!.ledgerChanges) nextCursor = body.data!.ledgerChanges.nextCursor;
-      return body.data!;
+      const data = await request(query, variables);
+      if (data.ledgerChanges) nextCursor = data.ledgerChanges.nextCursor;
+      return data;
     };
     const ITEM = "id merchantName functionalAmount transactionDate status category { id name } paymentAccount { id name } journalEntry { id totalAmount } receipts { id }";
     const FEED = `query($org: UUID!, $after: String) {

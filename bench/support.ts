@@ -63,6 +63,21 @@ export async function generateLedgers(owner: pg.Pool, dbUrl: string, tenants: { 
   return orgs;
 }
 
+/** A date `n` days before today, as YYYY-MM-DD. */
+export const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
+
+/** POSTs a GraphQL request to the server at `url` with `authorization`; its data, or a throw with its errors. */
+export function graphqlClient(url: string, authorization: string) {
+  return async (query: string, variables: Record<string, unknown>) => {
+    const res = await fetch(`${url}/graphql`, {
+      method: "POST", headers: { "content-type": "application/json", authorization }, body: JSON.stringify({ query, variables }),
+    });
+    const body = (await res.json()) as { data?: Record<string, any>; errors?: unknown[] };
+    if (body.errors) throw new Error(JSON.stringify(body.errors));
+    return body.data!;
+  };
+}
+
 export interface ServerProcess { url: string; stop(): Promise<void>; child: ChildProcess }
 
 /** A port nobody listens on right now. */

@@ -1,5 +1,5 @@
 import pg from "pg";
-import { benchDatabase, databaseUrl, generateLedgers, latencyRow, startServer } from "./support.js";
+import { benchDatabase, databaseUrl, daysAgo, generateLedgers, graphqlClient, latencyRow, startServer } from "./support.js";
 
 /**
  * `npm run bench -- tenants [--tenants T] [--events N] [--big B] [--reuse]` (issue 31): a database
@@ -56,14 +56,7 @@ export async function run(args: string[]) {
   const rows: string[] = [];
   const measure = async (label: string, url: string, t: Tenant) => {
     const server = await startServer(url);
-    const post = async (query: string, variables: Record<string, unknown>) => {
-      const r = await fetch(`${server.url}/graphql`, { method: "POST", headers: { "content-type": "application/json", authorization: `Bearer ${t.secret}` },
-        body: JSON.stringify({ query, variables }) });
-      const body = await r.json() as { data?: unknown; errors?: unknown };
-      if (body.errors) throw new Error(JSON.stringify(body.errors));
-      return body.data as Record<string, any>;
-    };
-    const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
+    const post = graphqlClient(server.url, `Bearer ${t.secret}`);
     const LIST = `query($org: UUID!, $status: [String!], $dateFrom: String, $dateTo: String, $search: String) {
       listLedgerEvents(organizationId: $org, status: $status, dateFrom: $dateFrom, dateTo: $dateTo, search: $search) {
         items { id merchantName functionalAmount transactionDate status category { id name } } totalCount } }`;
