@@ -5,10 +5,14 @@
  * images as the service does (paddle and tesseract together), with each engine alone, and from
  * the dataset's own OCR text; with each engine's time per image.
  *
- *   npx tsx scripts/receipts/eval-sroie.ts [dir] [--verbose]
+ *   npx tsx scripts/receipts/eval-sroie.ts [dir] [--verbose] [--service-only] [--cache FILE]
+ *
+ * `--service-only` reads each image once, as the service does (for larger samples, such as the
+ * unseen ones scripts/receipts/sroie-sample.ts builds). `--cache FILE` keeps the service's readings
+ * (reused when the file exists; the times are then the first run's): for working on the parsing.
  */
 import { createHash } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 import { closeOcr, parseReceiptText, type ParsedReceipt } from "../../src/receipts/extraction/index.js";
@@ -60,6 +64,8 @@ export interface MethodResult {
 
 export interface Report {
   receipts: number;
+  /** The methods measured: all of METHODS, or the service's alone. */
+  measured: Method[];
   /** Per reading: in how many texts each field appears at all. */
   ceilings: Record<string, Tally>;
   methods: Record<Method, MethodResult>;
@@ -160,10 +166,12 @@ async function timed<T>(work: () => Promise<T>): Promise<[T, number]> {
   return [result, performance.now() - started];
 }
 
-export async function evaluateSroie(dir: string): Promise<Report> {
+export async function evaluateSroie(dir: string, opts: { serviceOnly?: boolean; cache?: string } = {}): Promise<Report> {
   const labels = JSON.parse(readFileSync(path.join(dir, "labels.json"), "utf8")) as Label[];
+  const measured: Method[] = opts.serviceOnly ? [METHODS[0]] : [...METHODS];
   const report: Report = {
     receipts: labels.length,
+    measured,
     ceilings: {},
     methods: Object.fromEntries(METHODS.map((m) => [m, emptyMethod()])) as Record<Method, MethodResult>,
     fromDatasetOcr: empty(),
@@ -177,38 +185,39 @@ export async function evaluateSroie(dir: string): Promise<Report> {
       if (!tally[field]) report.misses.push({ id, source, field, expected: expected[field], got: String(got[field]) });
     }
   };
+  const cached: Record<string, [string, number]> = opts.cache && existsSync(opts.cache) ? JSON.parse(readFileSync(opts.cache, "utf8")) : {};
   const ms: Record<string, number> = {};
   const addMs = (key: string, value: number) => (ms[key] = (ms[key] ?? 0) + value);
   for (const label of labels) {
     const bytes = readFileSync(path.join(dir, label.file));
     // The service's reading (ocrImage's defaults, as documentText reads an image), then each
     // engine's alone, for their texts and times.
-    const [service, serviceMs] = await timed(() => ocrImage(bytes, "image/jpeg"));
-    const [paddle, paddleMs] = await timed(() => ocrImage(bytes, "image/jpeg", [PADDLE]));
-    const [asScanned, asScannedMs] = await timed(() => ocrImage(bytes, "image/jpeg", [AS_SCANNED]));
-    const [enlarged, enlargedMs] = await timed(() => ocrImage(bytes, "image/jpeg", [ENLARGED_CONTRAST]));
-    addMs("paddle", paddleMs);
-    addMs("tesseract, as scanned", asScannedMs);
-    addMs("tesseract, enlarged+contrast", enlargedMs);
-    // The former pipeline also read the image as one column when both readings lost the total's cents.
-    const [column, columnMs] = totalLostItsCents(receiptLines(`${asScanned}\n${enlarged}`))
-      ? await timed(() => ocrImage(bytes, "image/jpeg", [SINGLE_COLUMN]))
-      : ["", 0];
-    const tesseract = [asScanned, enlarged, column].filter(Boolean).join("\n\n");
-    const readings: Record<string, string> = {
-      "tesseract, as scanned": asScanned,
-      "tesseract, enlarged+contrast": enlarged,
-      "tesseract, both readings": tesseract,
-      paddle,
-      "paddle + tesseract (the service)": service,
-    };
+    const [service, serviceMs] = (cached[label.id] ??= await timed(() => ocrImage(bytes, "image/jpeg")));
+    const texts = { [METHODS[0]]: [service, serviceMs] } as Record<Method, [string, number]>;
+    const readings: Record<string, string> = { [METHODS[0]]: service };
+    if (!opts.serviceOnly) {
+      const [paddle, paddleMs] = await timed(() => ocrImage(bytes, "image/jpeg", [PADDLE]));
+      const [asScanned, asScannedMs] = await timed(() => ocrImage(bytes, "image/jpeg", [AS_SCANNED]));
+      const [enlarged, enlargedMs] = await timed(() => ocrImage(bytes, "image/jpeg", [ENLARGED_CONTRAST]));
+      addMs("paddle", paddleMs);
+      addMs("tesseract, as scanned", asScannedMs);
+      addMs("tesseract, enlarged+contrast", enlargedMs);
+      // The former pipeline also read the image as one column when both readings lost the total's cents.
+      const [column, columnMs] = totalLostItsCents(receiptLines(`${asScanned}\n${enlarged}`))
+        ? await timed(() => ocrImage(bytes, "image/jpeg", [SINGLE_COLUMN]))
+        : ["", 0];
+      const tesseract = [asScanned, enlarged, column].filter(Boolean).join("\n\n");
+      Object.assign(readings, {
+        "tesseract, as scanned": asScanned,
+        "tesseract, enlarged+contrast": enlarged,
+        "tesseract, both readings": tesseract,
+        paddle,
+      });
+      texts["tesseract, two readings (before)"] = [tesseract, asScannedMs + enlargedMs + columnMs];
+      texts["paddle alone"] = [paddle, paddleMs];
+    }
     for (const [name, text] of Object.entries(readings)) add((report.ceilings[name] ??= empty()), ceiling(text, label));
-    const texts: Record<Method, [string, number]> = {
-      "paddle + tesseract (the service)": [service, serviceMs],
-      "tesseract, two readings (before)": [tesseract, asScannedMs + enlargedMs + columnMs],
-      "paddle alone": [paddle, paddleMs],
-    };
-    for (const method of METHODS) {
+    for (const method of measured) {
       const [text, took] = texts[method];
       const result = report.methods[method];
       const parsed = parseReceiptText(text, { dateOrder: DATE_ORDER });
@@ -232,8 +241,9 @@ export async function evaluateSroie(dir: string): Promise<Report> {
     add(report.fromDatasetOcr, datasetTally);
     noteMisses(label.id, "dataset OCR", datasetTally, fromDataset, label);
   }
+  if (opts.cache) writeFileSync(opts.cache, JSON.stringify(cached));
   for (const [engine, total] of Object.entries(ms)) report.engineSeconds[engine] = Math.round(total / labels.length) / 1000;
-  for (const method of METHODS) report.methods[method].secondsPerImage = Math.round(report.methods[method].secondsPerImage * 100) / 100;
+  for (const method of measured) report.methods[method].secondsPerImage = Math.round(report.methods[method].secondsPerImage * 100) / 100;
   return report;
 }
 
@@ -251,7 +261,7 @@ export function sroieLines(report: Report, verbose = false): string[] {
     `${"".padEnd(44)} ${"amount".padEnd(10)}   ${"date".padEnd(10)}   ${"vendor".padEnd(10)}   vendor (first two words)`,
     ...Object.entries(report.ceilings).map(([name, t]) => row(`OCR ceiling, ${name}`, t)),
   ];
-  for (const method of METHODS) {
+  for (const method of report.measured) {
     const result = report.methods[method];
     lines.push(row(`extraction, ${method}`, result.all));
     for (const half of ["tuning", "held-out"] as const) {
@@ -260,7 +270,7 @@ export function sroieLines(report: Report, verbose = false): string[] {
     }
   }
   lines.push(row("extraction from the dataset's OCR text", report.fromDatasetOcr), "");
-  for (const method of METHODS) {
+  for (const method of report.measured) {
     const result = report.methods[method];
     lines.push(`${method}: ${result.secondsPerImage} s per image`);
     for (const [field, counts] of Object.entries(result.byConfidence)) {
@@ -269,7 +279,7 @@ export function sroieLines(report: Report, verbose = false): string[] {
       lines.push(`  ${field} right, by the confidence given: ${cells.map(([c, t]) => `${c} ${t.right}/${t.right + t.wrong}`).join(", ")}`);
     }
   }
-  lines.push(`each engine's reading alone: ${Object.entries(report.engineSeconds).map(([e, s]) => `${e} ${s} s`).join(", ")} per image`);
+  if (Object.keys(report.engineSeconds).length) lines.push(`each engine's reading alone: ${Object.entries(report.engineSeconds).map(([e, s]) => `${e} ${s} s`).join(", ")} per image`);
   if (verbose) {
     for (const m of report.misses) lines.push(`miss ${m.source.padEnd(34)} ${m.id} ${m.field.padEnd(6)} expected ${m.expected} got ${m.got}`);
   }
@@ -277,13 +287,16 @@ export function sroieLines(report: Report, verbose = false): string[] {
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
-  const dir = process.argv.slice(2).find((a) => !a.startsWith("--")) ?? DEFAULT_DIR;
+  const args = process.argv.slice(2);
+  const dir = args.find((a, i) => !a.startsWith("--") && args[i - 1] !== "--cache") ?? DEFAULT_DIR;
   if (!existsSync(path.join(dir, "labels.json"))) {
     console.log(`The SROIE sample is absent (${dir}); nothing to evaluate.`);
     process.exit(0);
   }
   try {
-    for (const line of sroieLines(await evaluateSroie(dir), process.argv.includes("--verbose"))) console.log(line);
+    const serviceOnly = process.argv.includes("--service-only");
+    const cache = args.includes("--cache") ? args[args.indexOf("--cache") + 1] : undefined;
+    for (const line of sroieLines(await evaluateSroie(dir, { serviceOnly, cache }), process.argv.includes("--verbose"))) console.log(line);
   } finally {
     await closeOcr();
   }
