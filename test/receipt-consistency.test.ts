@@ -37,4 +37,29 @@ describe("a total the receipt's arithmetic confirms", () => {
     expect(reading("COFFEE 3.50\nMUFFIN 2.75")).toMatchObject({ cents: 350, confidence: "guessed" });
     expect(reading("THANK YOU")).toBeNull();
   });
+
+  it("what was paid outranks a total nothing confirms, when the receipt bears it out elsewhere", () => {
+    // The total misread (10.00 for 13.80): cash less change is 13.80, the item's own amount.
+    expect(reading("Widget 2 X 6.90 13.80\nTotal incl. tax RM 10.00\nCASH RM 50.00\nCHANGE RM 36.20")).toMatchObject({ cents: 1380, confidence: "checked", checks: ["cash − change"] });
+    // Cash handed over with nothing given back, and the parts add up to it (a total misread 734.50 for 74.50).
+    expect(reading("Subtotal 70.28\nTax 4.22\nTotal 734.50\nCash 74.50\nChange 0.00")).toMatchObject({ cents: 7450, checks: ["cash, no change", "subtotal + tax"] });
+    // A paid amount the receipt does not bear out moves nothing (the change misread).
+    expect(reading("Total 12.00\nCash 20.00\nChange 7.00")).toMatchObject({ cents: 1200, confidence: "labelled" });
+  });
+
+  it("'GST payable' is the tax, 'Due' alone is the amount due", () => {
+    expect(reading("Total (excl. GST) 30.00\nGST payable (6%): 1.80\nTotal 31.80")).toMatchObject({ cents: 3180, confidence: "checked" });
+    expect(reading("Due 23.70\nPaid 30.00\nChange 6.30\n(Total included GST 6%: 1.34)")).toMatchObject({ cents: 2370 });
+  });
+
+  it("a tax summary's row gives the checks its parts and is never the total", () => {
+    const text = "Item 13.78\nQty: 1 Total RM 13.78\nCASH 20.00\nChange 6.22\nGST Summary Amount Tax\nSR @6% 13.00 0.78\nTotal 13.00 0.78";
+    expect(reading(text)).toMatchObject({ cents: 1378, confidence: "checked" });
+    expect(reading("Total 55.00\nSR 6% 51.89 3.11 55.00")).toMatchObject({ cents: 5500, confidence: "checked", checks: ["subtotal + tax"] });
+  });
+
+  it("an amount due is not moved by partial totals that add up", () => {
+    const text = "Total 6% supplies (excl. GST): 20.00\nGST: 1.20\nTotal 6% supplies (inc. GST): 21.20\nTotal 0% supplies: 14.35\nTotal payable: 35.55";
+    expect(reading(text)).toMatchObject({ cents: 3555 });
+  });
 });

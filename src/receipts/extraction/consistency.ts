@@ -22,6 +22,8 @@ type Role = "subtotal" | "tax" | "rounding" | "discount" | "cash" | "change" | "
 /** What an amount's own words say it is (a total candidate is "other"). */
 function roleOf(c: Candidate): Role {
   const w = c.words;
+  if (c.part === "net") return "subtotal";
+  if (c.part === "tax") return "tax";
   if (c.change) return "change";
   if (c.payment) return "cash";
   // A total before tax ("Total excl. GST") is a subtotal for the checks.
@@ -89,6 +91,11 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
   const totals = found.filter((c) => roleOf(c) === "other");
   const primaryChecks = primary ? checksFor(primary.cents, primary.line, byRole) : [];
   if (primary && primaryChecks.length > 0) return { ...primary, confidence: "checked", checks: primaryChecks };
+  // What was paid outranks a total nothing confirms, whatever its label (a total misread 623.60
+  // or 10.00 where the cash less the change is 63.60 or 10.60): when the receipt prints that
+  // amount elsewhere too, or its parts add up to it.
+  const paid = paidAmount(all, found, byRole, primary);
+  if (paid) return paid;
   // A total below the receipt's own parts is a misreading when an amount labelled a total or paid
   // reaches them (without one, the parts are the misreading: a subtotal read 1,859.35 for 59.35):
   // any amount the arithmetic supports replaces it, whatever its label (44.94 + 1.26 = 46.20 over a
@@ -122,7 +129,8 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
   // labelled total is, not as a checked one: the labels disagree, and on the corpus' photographed
   // receipts it named a wrong amount too.
   const unlabelled = sumAndDifference(found);
-  if (unlabelled && unlabelled.cents !== primary?.cents) {
+  // An amount due is what the customer pays: sums of other amounts (partial totals) do not move it.
+  if (unlabelled && unlabelled.cents !== primary?.cents && !(primary && labelOf(found, primary) >= Label.DUE)) {
     return { ...unlabelled, confidence: "labelled", checks: ["a sum of two amounts", "a difference of two amounts"] };
   }
   if (!primary) return null;
@@ -136,6 +144,36 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
     if (primary.cents * 2 < floor) return null;
   }
   return { ...primary, confidence: labelOf(found, primary) >= Label.TOTAL ? "labelled" : "guessed", checks: [] };
+}
+
+/**
+ * The amount paid, when the payment lines settle it and the receipt bears it out: cash less the
+ * change given back, cash handed over with a change of nothing printed, or a card's payment; and
+ * that amount printed on a line that is no payment, or the receipt's parts adding up to it. Null
+ * when the payments say nothing, disagree (two readings), or stand alone.
+ */
+function paidAmount(
+  all: Candidate[],
+  found: Candidate[],
+  byRole: Record<Role, Candidate[]>,
+  primary: { cents: number; line: number } | null,
+): TotalReading | null {
+  const changes = byRole.change.map((c) => c.cents).filter((c) => c > 0);
+  const noChange = changes.length === 0 && all.some((c) => c.change && c.cents === 0);
+  // Each amount paid, with how it was paid and the payment's line.
+  const readings = new Map<number, [string, number]>();
+  for (const cash of byRole.cash) {
+    for (const change of changes) if (cash.cents > change) readings.set(cash.cents - change, ["cash − change", cash.line]);
+    if (noChange && cash.cents > 0) readings.set(cash.cents, ["cash, no change", cash.line]);
+  }
+  for (const card of byRole.card) if (card.cents > 0 && !readings.has(card.cents)) readings.set(card.cents, ["card payment", card.line]);
+  const borne = [...readings].flatMap(([cents, [how, paidOn]]) => {
+    const printed = primary?.cents === cents ? primary : found.find((c) => c.cents === cents && !c.payment && roleOf(c) !== "card");
+    const parts = checksFor(cents, -1, byRole).filter((check) => check.startsWith("subtotal"));
+    if (!printed && parts.length === 0) return [];
+    return [{ cents, line: printed?.line ?? paidOn, confidence: "checked" as const, checks: [how, ...parts] }];
+  });
+  return borne.length === 1 ? borne[0] : null;
 }
 
 /** At most this many distinct amounts are read for sumAndDifference (a receipt has a few dozen). */

@@ -40,8 +40,8 @@ function isChange(words: string): boolean {
 export const SUBTOTAL = /\bsub[\s-]?(t\s?[o0]\s?t\s?[a4]\s?[l1i]|ttl)|\bsubtotal/;
 /** A total after rounding: what is paid. */
 export const AFTER_ROUNDING = /(after|atf|aft|with)\s?(round|rnd)|rounded (total|amount)|(total|ttl) rounded/;
-/** A rounding adjustment's own line. */
-export const ROUNDING = /round|\brnd\b|\badj(ustment)?\b/;
+/** A rounding adjustment's own line ("Ground floor" in an address is none). */
+export const ROUNDING = /\bround|\brnd\b|\badj(ustment)?\b/;
 /** Taxes and charges added to the subtotal. */
 export const TAX_OR_CHARGE = /\b(gst|vat|hst|pst|qst|sst|tax|taxes|service charge|svc|srv|sv chg|serv)\b/;
 
@@ -52,7 +52,9 @@ export function classify(line: string): Label {
   if (AFTER_ROUNDING.test(words)) return Label.DUE;
   if (ROUNDING.test(words) && !/adjustment note/.test(words)) return Label.NOT_TOTAL;
   if (isPaymentLine(words)) return Label.NOT_TOTAL;
-  if (/\b(balance|amount|amt|total|ttl) (due|owing|to pay)\b|\b(payable|grand total|total to pay|please pay)\b/.test(words)) {
+  // "GST payable", "Tax due": the tax, not what the customer pays.
+  const taxFirst = /^\W*(\w+ )?(gst|vat|hst|pst|qst|sst|tax|taxes|service tax|sales tax)\b/.test(words);
+  if (!taxFirst && /\b(balance|amount|amt|total|ttl) (due|owing|to pay)\b|\b(payable|grand total|total to pay|please pay)\b|^\W*due\b/.test(words)) {
     return Label.DUE;
   }
   if (/\b(qty|quantity|items?|item\(s\)|pcs|units|count|points?|pts|weight|kg)\b|\bno\.? of\b/.test(words)) {
@@ -63,7 +65,6 @@ export function classify(line: string): Label {
     return Label.NOT_TOTAL;
   }
   if (/\b(tip|tips|gratuity)\b/.test(words) && !total) return Label.NOT_TOTAL;
-  const taxFirst = /^\W*(\w+ )?(gst|vat|hst|pst|qst|sst|tax|taxes|service tax|sales tax)\b/.test(words);
   if (total && !taxFirst && /\b(incl\w*|inc|inclusive|including|with)\b/.test(words)) return Label.INCLUSIVE;
   if (/\bnett? (total|amount|amt)\b|\b(total|amount) nett?\b/.test(words)) return Label.INCLUSIVE;
   if (TAX_OR_CHARGE.test(words)) return Label.NOT_TOTAL;
@@ -82,6 +83,8 @@ export interface Candidate {
   payment: boolean;
   /** The change given back (a payment line). */
   change: boolean;
+  /** A column of a tax summary's row ("SR @6%  40.00  2.40"): the amount before tax or the tax, for the checks only. */
+  part?: "net" | "tax";
 }
 
 interface Row {
@@ -148,6 +151,28 @@ function labelledSegments(line: string, row: Row): { cents: number; words: strin
 }
 
 /**
+ * A tax summary's row prints its columns side by side with no words between them: the amount
+ * before tax, the tax, sometimes their sum ("SR @6%  40.00  2.40", "Total  261.32  15.68  277.00").
+ * Its first two are parts the checks add up (never the total: the row's rightmost amount is a
+ * tax); a third that is their sum is the total the summary states.
+ */
+function taxSummaryRow(line: string, row: Row): Omit<Candidate, "line">[] | null {
+  if (row.amounts.length < 2 || row.amounts.length > 3) return null;
+  const text = withoutDates(line);
+  const between = row.amounts.slice(1).map((a, k) => text.slice(row.amounts[k].end, a.start));
+  if (between.some((gap) => /[a-z]/i.test(gap))) return null;
+  const words = labelWords(text.slice(0, row.amounts[0].start));
+  const summaryWords = TOTAL_WORD.test(words) || TAX_OR_CHARGE.test(words) || /\d\s?%/.test(words) || /\b(sr|zr|tx|gst summary)\b/.test(words);
+  if (!summaryWords || /\b(qty|quantity|items?|pcs|x)\b|\d\s?x\b/.test(words)) return null;
+  const [net, tax, sum] = row.amounts.map((a) => a.cents);
+  if (!(net > 0 && tax >= 0 && tax < net) || (sum !== undefined && sum !== net + tax)) return null;
+  const part = (cents: number, role: "net" | "tax") => ({ cents, label: Label.NOT_TOTAL, words, payment: false, change: false, part: role });
+  const parts: Omit<Candidate, "line">[] = [part(net, "net"), part(tax, "tax")];
+  if (sum !== undefined) parts.push({ cents: sum, label: classify(words), words, payment: false, change: false });
+  return parts;
+}
+
+/**
  * Which rows are labels known to go with an amount printed elsewhere, and where each run of them
  * ends (past i): found once, not again for every label of a long run.
  */
@@ -169,7 +194,10 @@ export function candidates(lines: string[]): Candidate[] {
     const label = classify(row.words);
     const payment = isPaymentLine(row.words);
     const segments = labelledSegments(lines[i], row);
-    if (segments.length > 1) {
+    const summary = taxSummaryRow(lines[i], row);
+    if (summary) {
+      found.push(...summary.map((c) => ({ ...c, line: i })));
+    } else if (segments.length > 1) {
       for (const segment of segments) {
         found.push({ cents: segment.cents, label: classify(segment.words), words: segment.words, line: i, payment: isPaymentLine(segment.words), change: isChange(segment.words) });
       }
@@ -185,7 +213,8 @@ export function candidates(lines: string[]): Candidate[] {
     }
   }
   rows.forEach((row, i) => {
-    if (row.amountOnly && !claimed.has(i)) found.push({ cents: row.amounts[0].cents, label: Label.NONE, words: "", line: i, payment: false, change: false });
+    // Alone, a row's own value is still its rightmost amount ("2 X 5.30 10.60").
+    if (row.amountOnly && !claimed.has(i)) found.push({ cents: row.amounts[row.amounts.length - 1].cents, label: Label.NONE, words: "", line: i, payment: false, change: false });
   });
   return promoteRoundedTotals(found, rows);
 }
@@ -196,7 +225,7 @@ export function candidates(lines: string[]): Candidate[] {
  */
 function promoteRoundedTotals(found: Candidate[], rows: Row[]): Candidate[] {
   const totals = found.filter((c) => c.label >= Label.TOTAL).sort((a, b) => a.line - b.line);
-  const isRounding = (r: Row) => /round|\brnd\b/.test(r.words) && !/after|atf/.test(r.words);
+  const isRounding = (r: Row) => /\bround|\brnd\b/.test(r.words) && !/after|atf/.test(r.words);
   for (let k = 1; k < totals.length; k++) {
     // Only the rows between the two totals: each row is read for one pair at most.
     let rounding = false;
