@@ -62,4 +62,30 @@ describe("a total the receipt's arithmetic confirms", () => {
     const text = "Total 6% supplies (excl. GST): 20.00\nGST: 1.20\nTotal 6% supplies (inc. GST): 21.20\nTotal 0% supplies: 14.35\nTotal payable: 35.55";
     expect(reading(text)).toMatchObject({ cents: 3555 });
   });
+
+  it("a payment of part of the bill never becomes the total: split payments, deposits, points, cash back, a cash discount, a refund", () => {
+    expect(reading("Item A 25.00\nItem B 25.00\nTotal 50.00\nGift card 25.00\nVisa 25.00")).toMatchObject({ cents: 5000 });
+    expect(reading("Shirt 50.00\nPants 50.00\nTotal 100.00\nCash 50.00\nVisa 50.00\nChange 0.00")).toMatchObject({ cents: 10000 });
+    expect(reading("Sofa 500.00\nTotal 500.00\nDeposit 200.00\nCash 200.00\nChange 0.00")).toMatchObject({ cents: 50000 });
+    expect(reading("Coffee 5.00\nMuffin 5.00\nTotal 10.00\nPoints redeemed 5.00\nCash 5.00\nChange 0.00")).toMatchObject({ cents: 1000 });
+    expect(reading("Milk 20.00\nBread 20.00\nTotal 40.00\nCash back 20.00\nDebit 60.00\nChange 0.00")).toMatchObject({ cents: 4000 });
+    expect(reading("Coffee 2.00\nMuffin 4.00\nSubtotal 6.00\nCash discount 2.00\nTotal 4.00\nChange 0.00")).toMatchObject({ cents: 400 });
+    expect(reading("Return Widget 12.99\nTotal -12.99\nVisa 12.99")).toMatchObject({ cents: -1299 });
+  });
+
+  it("an amount due that partial totals add up to is checked; one that a payment adds up to is not (labels read apart)", () => {
+    expect(reading("Total 6% supplies (inc. GST): 21.20\nTotal 0% supplies: 14.35\nTotal payable: 35.55")).toMatchObject({ cents: 3555, checks: ["partial totals"] });
+    expect(reading("Subtotal 65.00\nGST 4.69\nTotal 69.69\nAmount Due 100.00\nCash 30.31")).toMatchObject({ cents: 6969 });
+  });
+
+  it("'Due date' is no amount due; a total in two currencies is no tax summary; a tax-first line that names the total is the total", () => {
+    expect(reading("Subtotal 100.00\nTax 13.00\nTotal 113.00\nDue Date:\n50.00")).toMatchObject({ cents: 11300 });
+    expect(reading("Total C$39.00 US$29.00")).toMatchObject({ cents: 2900, confidence: "labelled" });
+    expect(reading("Item 50.00\nGST Incl. Total Payable 53.00")).toMatchObject({ cents: 5300, confidence: "labelled" });
+  });
+
+  it("cash of exactly the total confirms it; a cash sale rounded to 5 cents is what was paid", () => {
+    expect(reading("Net Total RM18.40\nReceived Cash RM18.40")).toMatchObject({ cents: 1840, confidence: "checked", checks: ["cash, no change"] });
+    expect(reading("Total 26.32\nRounding adj -0.02\nAmount to be paid 26.30\nCash 30.00\nChange 3.70")).toMatchObject({ cents: 2630, checks: ["cash − change"] });
+  });
 });

@@ -23,6 +23,7 @@ describe("the unseen SROIE sample", () => {
     expect(labelCents("RM 1,057.40")).toBe(105740);
     expect(labelCents("-6.42")).toBe(-642);
     expect(labelCents("9.5")).toBe(950);
+    expect(labelCents("9,50")).toBe(950);
     expect(labelCents("")).toBeNull();
   });
 
@@ -51,5 +52,8 @@ describe("the unseen SROIE sample", () => {
     expect(all).toHaveLength(8);
     expect(buildSample(from, path.join(root, "c"), 5, 0, 1, dev).labels).toBe(first.labels);
     expect(ids("c")).toEqual(ids("a"));
+    // A development set named but absent, or a folder already holding a sample, is refused.
+    expect(() => buildSample(from, path.join(root, "d"), 5, 0, 1, path.join(root, "absent"))).toThrow(/absent/);
+    expect(() => buildSample(from, path.join(root, "a"), 5, 0, 1, dev)).toThrow(/not empty/);
   });
 });

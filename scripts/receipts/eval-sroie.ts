@@ -9,7 +9,8 @@
  *
  * `--service-only` reads each image once, as the service does (for larger samples, such as the
  * unseen ones scripts/receipts/sroie-sample.ts builds). `--cache FILE` keeps the service's readings
- * (reused when the file exists; the times are then the first run's): for working on the parsing.
+ * by receipt id (reused when the file exists; the times are then the first run's): for working on
+ * the parsing. Delete it when the reading itself changes (engines, image preparation).
  */
 import { createHash } from "node:crypto";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";

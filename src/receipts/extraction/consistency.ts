@@ -69,6 +69,8 @@ function checksFor(cents: number, line: number, byRole: Record<Role, Candidate[]
   }
   const changes = byRole.change.map((c) => c.cents).filter((c) => c > 0);
   if (byRole.cash.some((cash) => changes.some((change) => cash.cents - change === cents))) checks.push("cash − change");
+  // Cash of exactly the total, with no change given back.
+  if (changes.length === 0 && byRole.cash.some((cash) => cash.cents === cents && cash.line !== line)) checks.push("cash, no change");
   if (byRole.card.some((card) => card.cents === cents && card.line !== line)) checks.push("card payment");
   return checks;
 }
@@ -90,6 +92,7 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
   // A payment line (cash, change, a card's) is what was paid, never the total's own reading.
   const totals = found.filter((c) => roleOf(c) === "other");
   const primaryChecks = primary ? checksFor(primary.cents, primary.line, byRole) : [];
+  if (primary && primaryChecks.length === 0 && partialTotalsAddUp(primary.cents, primary.line, found)) primaryChecks.push("partial totals");
   if (primary && primaryChecks.length > 0) return { ...primary, confidence: "checked", checks: primaryChecks };
   // What was paid outranks a total nothing confirms, whatever its label (a total misread 623.60
   // or 10.00 where the cash less the change is 63.60 or 10.60): when the receipt prints that
@@ -129,8 +132,7 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
   // labelled total is, not as a checked one: the labels disagree, and on the corpus' photographed
   // receipts it named a wrong amount too.
   const unlabelled = sumAndDifference(found);
-  // An amount due is what the customer pays: sums of other amounts (partial totals) do not move it.
-  if (unlabelled && unlabelled.cents !== primary?.cents && !(primary && labelOf(found, primary) >= Label.DUE)) {
+  if (unlabelled && unlabelled.cents !== primary?.cents) {
     return { ...unlabelled, confidence: "labelled", checks: ["a sum of two amounts", "a difference of two amounts"] };
   }
   if (!primary) return null;
@@ -146,11 +148,17 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
   return { ...primary, confidence: labelOf(found, primary) >= Label.TOTAL ? "labelled" : "guessed", checks: [] };
 }
 
+/** The most a cash sale's total moves when it is rounded to the nearest 5 cents. */
+const CASH_ROUNDING = 2;
+
 /**
  * The amount paid, when the payment lines settle it and the receipt bears it out: cash less the
- * change given back, cash handed over with a change of nothing printed, or a card's payment; and
- * that amount printed on a line that is no payment, or the receipt's parts adding up to it. Null
- * when the payments say nothing, disagree (two readings), or stand alone.
+ * change given back, cash handed over with a change of nothing printed, or a card's payment. Paid
+ * more than the total says, it is the total when the receipt prints it on a line that is no
+ * payment (the total read short: 10.00 for 10.60); paid less, only when the receipt's parts add up
+ * to it (the total read long: 623.60 for 63.60) — otherwise the rest was paid another way (a split
+ * payment, a deposit, points, cash back). Null when the payments say nothing, disagree (two
+ * readings, one misread), or stand alone, and for a refund (a negative total).
  */
 function paidAmount(
   all: Candidate[],
@@ -158,6 +166,7 @@ function paidAmount(
   byRole: Record<Role, Candidate[]>,
   primary: { cents: number; line: number } | null,
 ): TotalReading | null {
+  if (primary && primary.cents < 0) return null;
   const changes = byRole.change.map((c) => c.cents).filter((c) => c > 0);
   const noChange = changes.length === 0 && all.some((c) => c.change && c.cents === 0);
   // Each amount paid, with how it was paid and the payment's line.
@@ -168,12 +177,28 @@ function paidAmount(
   }
   for (const card of byRole.card) if (card.cents > 0 && !readings.has(card.cents)) readings.set(card.cents, ["card payment", card.line]);
   const borne = [...readings].flatMap(([cents, [how, paidOn]]) => {
-    const printed = primary?.cents === cents ? primary : found.find((c) => c.cents === cents && !c.payment && roleOf(c) !== "card");
     const parts = checksFor(cents, -1, byRole).filter((check) => check.startsWith("subtotal"));
-    if (!printed && parts.length === 0) return [];
+    if (primary && cents === primary.cents) return [{ ...primary, confidence: "checked" as const, checks: [how, ...parts] }];
+    const printed = found.find((c) => c.cents === cents && !c.payment && roleOf(c) !== "card");
+    // A cash sale's total rounded to the nearest 5 cents is paid up to 2 cents less.
+    const paidLess = primary !== null && cents < primary.cents - CASH_ROUNDING;
+    if (paidLess ? parts.length === 0 : !printed && parts.length === 0) return [];
     return [{ cents, line: printed?.line ?? paidOn, confidence: "checked" as const, checks: [how, ...parts] }];
   });
   return borne.length === 1 ? borne[0] : null;
+}
+
+/**
+ * Partial totals that add up to the total ("Total 6% supplies 35.99" + "Total 0% supplies 26.61"
+ * = "Total payable 62.60"): two other amounts labelled as totals, no payment among them.
+ */
+function partialTotalsAddUp(cents: number, line: number, found: Candidate[]): boolean {
+  const partials = new Set<number>();
+  for (const c of found) {
+    if (c.line !== line && c.label >= Label.TOTAL && roleOf(c) === "other" && partials.size < MOST_AMOUNTS) partials.add(c.cents);
+  }
+  for (const a of partials) if (a !== cents && cents - a !== a && partials.has(cents - a)) return true;
+  return false;
 }
 
 /** At most this many distinct amounts are read for sumAndDifference (a receipt has a few dozen). */
