@@ -88,4 +88,22 @@ describe("a total the receipt's arithmetic confirms", () => {
     expect(reading("Net Total RM18.40\nReceived Cash RM18.40")).toMatchObject({ cents: 1840, confidence: "checked", checks: ["cash, no change"] });
     expect(reading("Total 26.32\nRounding adj -0.02\nAmount to be paid 26.30\nCash 30.00\nChange 3.70")).toMatchObject({ cents: 2630, checks: ["cash − change"] });
   });
+
+  it("cash that equals another amount confirms only the total chosen: a layby's part paid, a total before a tip, an item", () => {
+    expect(reading("Sofa 500.00\nTotal 500.00\nTotal paid 200.00\nCash 200.00\nBalance 300.00")).toMatchObject({ cents: 50000 });
+    expect(reading("Total 43.20\nCash 43.20\nTip 8.00\nTotal 51.20")).toMatchObject({ cents: 5120 });
+    expect(reading("Shirt 60.00\nPants 40.00\nAmount 100.00\nCash 60.00\nVoucher 40.00")).toMatchObject({ cents: 10000 });
+    expect(reading("Item 50.00\nAmount 43.20\nCash 50.00")).toMatchObject({ cents: 4320 });
+    expect(reading("Return Widget 12.99\nAmount -12.99\nCash 12.99")).toMatchObject({ cents: -1299 });
+    // Partial totals confirm only a total labelled above them.
+    expect(reading("Total purchases 30.00\nTotal returns 20.00\nTotal 10.00")).toMatchObject({ confidence: "labelled" });
+  });
+
+  it("a tax line naming its amount is the tax; a tax summary with one currency printed is still one", () => {
+    expect(reading("Subtotal 100.00\nGST amount payable 6.00\nTotal 106.00")).toMatchObject({ cents: 10600, confidence: "checked" });
+    expect(reading("Subtotal 100.00\nVAT amount due 20.00\nTotal 120.00")).toMatchObject({ cents: 12000, confidence: "checked" });
+    expect(reading("Tax Invoice Total Due 45.00")).toMatchObject({ cents: 4500, confidence: "labelled" });
+    expect(reading("Total 623.60\nCash 100.00\nChange 36.40\nSR @6% RM60.00 3.60")).toMatchObject({ cents: 6360, confidence: "checked" });
+    expect(reading("Total 90.00\nDue on receipt 100.00")).toMatchObject({ cents: 10000 });
+  });
 });

@@ -69,8 +69,6 @@ function checksFor(cents: number, line: number, byRole: Record<Role, Candidate[]
   }
   const changes = byRole.change.map((c) => c.cents).filter((c) => c > 0);
   if (byRole.cash.some((cash) => changes.some((change) => cash.cents - change === cents))) checks.push("cash − change");
-  // Cash of exactly the total, with no change given back.
-  if (changes.length === 0 && byRole.cash.some((cash) => cash.cents === cents && cash.line !== line)) checks.push("cash, no change");
   if (byRole.card.some((card) => card.cents === cents && card.line !== line)) checks.push("card payment");
   return checks;
 }
@@ -92,7 +90,7 @@ export function totalByConsistency(lines: string[]): TotalReading | null {
   // A payment line (cash, change, a card's) is what was paid, never the total's own reading.
   const totals = found.filter((c) => roleOf(c) === "other");
   const primaryChecks = primary ? checksFor(primary.cents, primary.line, byRole) : [];
-  if (primary && primaryChecks.length === 0 && partialTotalsAddUp(primary.cents, primary.line, found)) primaryChecks.push("partial totals");
+  if (primary && primaryChecks.length === 0) primaryChecks.push(...confirmsTheTotal(primary, found, byRole));
   if (primary && primaryChecks.length > 0) return { ...primary, confidence: "checked", checks: primaryChecks };
   // What was paid outranks a total nothing confirms, whatever its label (a total misread 623.60
   // or 10.00 where the cash less the change is 63.60 or 10.60): when the receipt prints that
@@ -189,16 +187,29 @@ function paidAmount(
 }
 
 /**
- * Partial totals that add up to the total ("Total 6% supplies 35.99" + "Total 0% supplies 26.61"
- * = "Total payable 62.60"): two other amounts labelled as totals, no payment among them.
+ * Checks that confirm the total findTotal chose, and only it (another amount they would confirm
+ * may be a part paid or a total before a tip): cash of exactly the total with no change given
+ * back; two partial totals, labelled more weakly than it, that add up to it ("Total 6% supplies
+ * 35.99" + "Total 0% supplies 26.61" = "Total payable 62.60").
  */
-function partialTotalsAddUp(cents: number, line: number, found: Candidate[]): boolean {
+function confirmsTheTotal(primary: { cents: number; line: number }, found: Candidate[], byRole: Record<Role, Candidate[]>): string[] {
+  const checks: string[] = [];
+  const change = byRole.change.some((c) => c.cents > 0);
+  if (!change && byRole.cash.some((cash) => cash.cents === primary.cents && cash.line !== primary.line)) checks.push("cash, no change");
+  const label = labelOf(found, primary);
   const partials = new Set<number>();
   for (const c of found) {
-    if (c.line !== line && c.label >= Label.TOTAL && roleOf(c) === "other" && partials.size < MOST_AMOUNTS) partials.add(c.cents);
+    const partial = c.line !== primary.line && c.label >= Label.TOTAL && c.label < label && roleOf(c) === "other";
+    if (partial && partials.size < MOST_AMOUNTS) partials.add(c.cents);
   }
-  for (const a of partials) if (a !== cents && cents - a !== a && partials.has(cents - a)) return true;
-  return false;
+  const cents = primary.cents;
+  for (const a of partials) {
+    if (a !== cents && cents - a !== a && partials.has(cents - a)) {
+      checks.push("partial totals");
+      break;
+    }
+  }
+  return checks;
 }
 
 /** At most this many distinct amounts are read for sumAndDifference (a receipt has a few dozen). */

@@ -52,11 +52,11 @@ export function classify(line: string): Label {
   if (AFTER_ROUNDING.test(words)) return Label.DUE;
   if (ROUNDING.test(words) && !/adjustment note/.test(words)) return Label.NOT_TOTAL;
   if (isPaymentLine(words)) return Label.NOT_TOTAL;
-  const taxWordFirst = /^\W*(\w+ )?(gst|vat|hst|pst|qst|sst|tax|taxes|service tax|sales tax)\b/.exec(words);
+  const taxWordFirst = /^\W*(\w+ )?(gst|vat|hst|pst|qst|sst|tax(?! invoice)|taxes|service tax|sales tax)\b/.exec(words);
   const taxFirst = taxWordFirst !== null;
-  // "GST payable", "Tax due": the tax, not what the customer pays ("GST incl. total payable" is).
-  const namesTheTax = taxWordFirst !== null && !/\b(total|ttl|amount|amt|balance)\b/.test(words.slice(taxWordFirst[0].length));
-  if (!namesTheTax && /\b(balance|amount|amt|total|ttl) (due|owing|to pay)\b|\b(payable|grand total|total to pay|please pay)\b|^\W*due\b(?!\W*(date|on|by)\b)/.test(words)) {
+  // "GST payable", "VAT amount due": the tax, not what the customer pays ("GST incl. total payable" is).
+  const namesTheTax = taxWordFirst !== null && !/\b(incl\w*|inc|inclusive|including)\b/.test(words.slice(taxWordFirst[0].length));
+  if (!namesTheTax && /\b(balance|amount|amt|total|ttl) (due|owing|to pay)\b|\b(payable|grand total|total to pay|please pay)\b|^\W*due\b(?!\W*(date|by)\b)/.test(words)) {
     return Label.DUE;
   }
   if (/\b(qty|quantity|items?|item\(s\)|pcs|units|count|points?|pts|weight|kg)\b|\bno\.? of\b/.test(words)) {
@@ -160,7 +160,7 @@ function labelledSegments(line: string, row: Row): { cents: number; words: strin
  */
 function taxSummaryRow(line: string, row: Row): Omit<Candidate, "line">[] | null {
   // Amounts of different currencies side by side ("Total C$39.00 US$29.00") are one total twice.
-  if (row.amounts.length < 2 || row.amounts.length > 3 || new Set(row.amounts.map((a) => a.currency)).size > 1) return null;
+  if (row.amounts.length < 2 || row.amounts.length > 3 || new Set(row.amounts.map((a) => a.currency).filter(Boolean)).size > 1) return null;
   const text = withoutDates(line);
   const between = row.amounts.slice(1).map((a, k) => text.slice(row.amounts[k].end, a.start));
   if (between.some((gap) => /[a-z]/i.test(gap))) return null;
