@@ -106,4 +106,13 @@ describe("a total the receipt's arithmetic confirms", () => {
     expect(reading("Total 623.60\nCash 100.00\nChange 36.40\nSR @6% RM60.00 3.60")).toMatchObject({ cents: 6360, confidence: "checked" });
     expect(reading("Total 90.00\nDue on receipt 100.00")).toMatchObject({ cents: 10000 });
   });
+
+  it("a 'rounded' total well below the total is another amount paired with the label (labels read apart from their amounts)", () => {
+    const text = "Item(s) :3\nRM 27.47\n-RM 0.02\nTOTAL RM 27.45\nRM 40.00\nROUNDING ADJUSTMENT\nTOTAL ROUNDED\nRM12.55\nCASH\nCHANGE";
+    expect(reading(text)).toMatchObject({ cents: 2745 });
+    // Rounded by a few cents, it is what is paid.
+    expect(reading("Total 41.83\nRounding adj 0.02\nTotal rounded 41.85")).toMatchObject({ cents: 4185 });
+    // Below by a discount printed between them, it is still the total paid.
+    expect(reading("Total 120.90\nDiscount 0.90\nRounding adj 0.00\nTotal after rounding 120.00")).toMatchObject({ cents: 12000 });
+  });
 });

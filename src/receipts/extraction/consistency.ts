@@ -1,4 +1,4 @@
-import { AFTER_ROUNDING, candidates, Label, ROUNDING, SUBTOTAL, TAX_OR_CHARGE, totalAmong, type Candidate } from "./total.js";
+import { AFTER_ROUNDING, candidates, DISCOUNT, Label, ROUNDING, SUBTOTAL, TAX_OR_CHARGE, totalAmong, type Candidate } from "./total.js";
 
 /**
  * How the receipt's total was settled:
@@ -30,7 +30,7 @@ function roleOf(c: Candidate): Role {
   if (SUBTOTAL.test(w) || /\b(excl\w*|exclusive|excluding|before tax|pre-?tax|net of tax)\b/.test(w)) return "subtotal";
   if (AFTER_ROUNDING.test(w)) return "other";
   if (ROUNDING.test(w)) return "rounding";
-  if (/\b(discount|disc|coupon|voucher|promo|you save|savings?)\b/.test(w)) return "discount";
+  if (DISCOUNT.test(w)) return "discount";
   // What is added to the subtotal: taxes, a service charge, a tip.
   if (c.label === Label.NOT_TOTAL && (TAX_OR_CHARGE.test(w) || /\b(tip|tips|gratuity)\b/.test(w))) return "tax";
   if (c.label === Label.WEAK && /\b(visa|mastercard|master|amex|debit|credit|card|eftpos)\b/.test(w)) return "card";

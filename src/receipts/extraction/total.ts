@@ -42,6 +42,8 @@ export const SUBTOTAL = /\bsub[\s-]?(t\s?[o0]\s?t\s?[a4]\s?[l1i]|ttl)|\bsubtotal
 export const AFTER_ROUNDING = /(after|atf|aft|with)\s?(round|rnd)|rounded (total|amount)|(total|ttl) rounded/;
 /** A rounding adjustment's own line ("Ground floor" in an address is none). */
 export const ROUNDING = /\bround|\brnd\b|\badj(ustment)?\b/;
+/** Amounts taken off the subtotal. */
+export const DISCOUNT = /\b(discount|disc|coupon|voucher|promo|you save|savings?)\b/;
 /** Taxes and charges added to the subtotal. */
 export const TAX_OR_CHARGE = /\b(gst|vat|hst|pst|qst|sst|tax|taxes|service charge|svc|srv|sv chg|serv)\b/;
 
@@ -222,14 +224,26 @@ export function candidates(lines: string[]): Candidate[] {
   return promoteRoundedTotals(found, rows);
 }
 
+/** The most a rounding adjustment moves a total (cash rounding to 5 or 10 cents). */
+const ROUNDING_REACH = 5;
+
 /**
  * A total printed after a rounding adjustment that follows an earlier total is the rounded
  * amount actually paid: it outranks the unrounded one whatever their labels say.
  */
 function promoteRoundedTotals(found: Candidate[], rows: Row[]): Candidate[] {
   const totals = found.filter((c) => c.label >= Label.TOTAL).sort((a, b) => a.line - b.line);
+  // Rounding moves a total by a few cents: a "rounded" total well below another total, by more
+  // than any discount printed explains, is another amount paired with the label (a photo's column
+  // of labels read apart from its amounts: "TOTAL ROUNDED" with the change).
+  const discounts = [0, ...found.filter((c) => DISCOUNT.test(c.words)).map((c) => Math.abs(c.cents))];
+  const belowAnother = (c: Candidate) =>
+    c.cents > 0 &&
+    totals.some((t) => !AFTER_ROUNDING.test(t.words) && discounts.every((d) => t.cents - d - c.cents > ROUNDING_REACH));
+  for (const c of totals) if (AFTER_ROUNDING.test(c.words) && belowAnother(c)) c.label = Label.NONE;
   const isRounding = (r: Row) => /\bround|\brnd\b/.test(r.words) && !/after|atf/.test(r.words);
   for (let k = 1; k < totals.length; k++) {
+    if (totals[k].label === Label.NONE) continue;
     // Only the rows between the two totals: each row is read for one pair at most.
     let rounding = false;
     for (let i = totals[k - 1].line + 1; i < totals[k].line && !rounding; i++) rounding = isRounding(rows[i]);
