@@ -110,6 +110,8 @@ describe("a total the receipt's arithmetic confirms", () => {
   it("a 'rounded' total well below the total is another amount paired with the label (labels read apart from their amounts)", () => {
     const text = "Item(s) :3\nRM 27.47\n-RM 0.02\nTOTAL RM 27.45\nRM 40.00\nROUNDING ADJUSTMENT\nTOTAL ROUNDED\nRM12.55\nCASH\nCHANGE";
     expect(reading(text)).toMatchObject({ cents: 2745 });
+    // The same with the total's label and amount on two lines, "RM" misread "RH".
+    expect(reading("Item(s):3 RM27.47\n-RM0.02\nTOTAL\nRH27.45\nRM 40.00\nROUNDING ADJUSTME\nTOTAL ROUNDED RM12.55\nCASH\nCHANGE")).toMatchObject({ cents: 2745 });
     // Rounded by a few cents, it is what is paid.
     expect(reading("Total 41.83\nRounding adj 0.02\nTotal rounded 41.85")).toMatchObject({ cents: 4185 });
     // Below by a discount printed between them, it is still the total paid.

@@ -116,7 +116,8 @@ function rowOf(line: string): Row {
   return {
     amounts,
     words,
-    amountOnly: amounts.length > 0 && words.replace(/\b(rm|myr|[a-z])\b|[^a-z]/g, "").length === 0,
+    // "RM" as OCR misreads it too ("RH33.90", "RN 5.00", "kM12.70").
+    amountOnly: amounts.length > 0 && words.replace(/\b(rm|rh|rn|km|kn|myr|[a-z])\b|[^a-z]/g, "").length === 0,
     labelOnly: amounts.length === 0 && /[a-z]{2}/.test(words),
   };
 }
