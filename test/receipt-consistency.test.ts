@@ -110,6 +110,8 @@ describe("a total the receipt's arithmetic confirms", () => {
   it("a 'rounded' total well below the total is another amount paired with the label (labels read apart from their amounts)", () => {
     const text = "Item(s) :3\nRM 27.47\n-RM 0.02\nTOTAL RM 27.45\nRM 40.00\nROUNDING ADJUSTMENT\nTOTAL ROUNDED\nRM12.55\nCASH\nCHANGE";
     expect(reading(text)).toMatchObject({ cents: 2745 });
+    // Labels one row off their amounts: the rounding adjustment is no total.
+    expect(reading("Qty(s):3\nROUNDING ADJUSTMENT RM27.47\nTOTAL ROUNDED -RM 0.02\nCASH RM27.45\nCHANGE RM40.00\nRM12.55")).not.toMatchObject({ cents: -2 });
     // The same with the total's label and amount on two lines, "RM" misread "RH".
     expect(reading("Item(s):3 RM27.47\n-RM0.02\nTOTAL\nRH27.45\nRM 40.00\nROUNDING ADJUSTME\nTOTAL ROUNDED RM12.55\nCASH\nCHANGE")).toMatchObject({ cents: 2745 });
     // Rounded by a few cents, it is what is paid.

@@ -241,7 +241,10 @@ function promoteRoundedTotals(found: Candidate[], rows: Row[]): Candidate[] {
   const belowAnother = (c: Candidate) =>
     c.cents > 0 &&
     totals.some((t) => !AFTER_ROUNDING.test(t.words) && discounts.every((d) => t.cents - d - c.cents > ROUNDING_REACH));
-  for (const c of totals) if (AFTER_ROUNDING.test(c.words) && belowAnother(c)) c.label = Label.NONE;
+  // One of a few cents, where the receipt has larger amounts, is the rounding adjustment itself.
+  const largest = found.reduce((m, c) => Math.max(m, Math.abs(c.cents)), 0);
+  const roundingSized = (c: Candidate) => Math.abs(c.cents) <= ROUNDING_REACH && largest > ROUNDING_REACH;
+  for (const c of totals) if (AFTER_ROUNDING.test(c.words) && (belowAnother(c) || roundingSized(c))) c.label = Label.NONE;
   const isRounding = (r: Row) => /\bround|\brnd\b/.test(r.words) && !/after|atf/.test(r.words);
   for (let k = 1; k < totals.length; k++) {
     if (totals[k].label === Label.NONE) continue;
