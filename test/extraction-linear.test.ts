@@ -44,6 +44,10 @@ const HOSTILE: Record<string, string> = {
   "labels then amounts": filled("TOTAL\nCASH\nCHANGE\n1.00\n2.00\n3.00\n"),
   "totals and rounding": filled("TOTAL 1.00\nROUND\n"),
   "amounts on one line": filled("1.00 "),
+  "rounded totals and discounts": filled("TOTAL ROUNDED 1.00\nDISCOUNT 2.00\nTOTAL 9.00\n"),
+  "tax summary rows": filled("SR @6% 10.00 0.60\nTotal 10.00 0.60 10.60\n"),
+  "cash, change and cards": filled("CASH 5.00\nCHANGE 0.00\nVISA 3.00\nTotal 7.00\n"),
+  "partial totals and an amount due": filled("Total 6% supplies 2.00\nTotal 0% supplies 3.00\nTotal payable 5.00\n"),
 };
 
 async function timedExtraction(text: string): Promise<number> {

@@ -237,10 +237,10 @@ function promoteRoundedTotals(found: Candidate[], rows: Row[]): Candidate[] {
   // Rounding moves a total by a few cents: a "rounded" total well below another total, by more
   // than any discount printed explains, is another amount paired with the label (a photo's column
   // of labels read apart from its amounts: "TOTAL ROUNDED" with the change).
-  const discounts = [0, ...found.filter((c) => DISCOUNT.test(c.words)).map((c) => Math.abs(c.cents))];
-  const belowAnother = (c: Candidate) =>
-    c.cents > 0 &&
-    totals.some((t) => !AFTER_ROUNDING.test(t.words) && discounts.every((d) => t.cents - d - c.cents > ROUNDING_REACH));
+  // Folded once each, not compared pair by pair: a hostile text holds thousands of totals.
+  const discount = found.reduce((m, c) => (DISCOUNT.test(c.words) ? Math.max(m, Math.abs(c.cents)) : m), 0);
+  const unrounded = totals.reduce((m, t) => (AFTER_ROUNDING.test(t.words) ? m : Math.max(m, t.cents)), -Infinity);
+  const belowAnother = (c: Candidate) => c.cents > 0 && unrounded - discount - c.cents > ROUNDING_REACH;
   // One of a few cents, where the receipt has larger amounts, is the rounding adjustment itself.
   const largest = found.reduce((m, c) => Math.max(m, Math.abs(c.cents)), 0);
   const roundingSized = (c: Candidate) => Math.abs(c.cents) <= ROUNDING_REACH && largest > ROUNDING_REACH;
