@@ -119,4 +119,9 @@ describe("a total the receipt's arithmetic confirms", () => {
     // Below by a discount printed between them, it is still the total paid.
     expect(reading("Total 120.90\nDiscount 0.90\nRounding adj 0.00\nTotal after rounding 120.00")).toMatchObject({ cents: 12000 });
   });
+
+  it("a total after rounding is confirmed by the total before it and the adjustment", () => {
+    const text = "Item 4.75\nTax 0.29\n5.60 T\nMember discount -0.56\nTOTAL RM INCL. OF GST 5.04\nROUNDING ADJ 0.01\nTOTAL RM 5.05";
+    expect(reading(text)).toMatchObject({ cents: 505, confidence: "checked", checks: ["total ± rounding"] });
+  });
 });

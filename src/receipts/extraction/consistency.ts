@@ -190,7 +190,7 @@ function paidAmount(
  * Checks that confirm the total findTotal chose, and only it (another amount they would confirm
  * may be a part paid or a total before a tip): cash of exactly the total with no change given
  * back; two partial totals, labelled more weakly than it, that add up to it ("Total 6% supplies
- * 35.99" + "Total 0% supplies 26.61" = "Total payable 62.60").
+ * 35.99" + "Total 0% supplies 26.61" = "Total payable 62.60"); an earlier total and a rounding.
  */
 function confirmsTheTotal(primary: { cents: number; line: number }, found: Candidate[], byRole: Record<Role, Candidate[]>): string[] {
   const checks: string[] = [];
@@ -209,6 +209,10 @@ function confirmsTheTotal(primary: { cents: number; line: number }, found: Candi
       break;
     }
   }
+  // An earlier total and the rounding adjustment printed with it ("Total incl. GST 5.04",
+  // "Rounding adj 0.01", "Total 5.05").
+  const earlier = new Set(found.filter((c) => c.line < primary.line && c.label >= Label.TOTAL && roleOf(c) === "other").map((c) => c.cents));
+  if (byRole.rounding.some((r) => earlier.has(cents - r.cents))) checks.push("total ± rounding");
   return checks;
 }
 
