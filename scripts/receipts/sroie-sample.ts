@@ -25,9 +25,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFi
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { Rng } from "./corpus/rng.ts";
-import type { Label } from "./eval-sroie.ts";
-
-const MONTHS = ["JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"];
+import { type Label, MONTHS } from "./eval-sroie.ts";
 
 function iso(year: number, month: number, day: number): string | null {
   const date = new Date(Date.UTC(year, month - 1, day));
