@@ -92,6 +92,8 @@ export interface Candidate {
 }
 
 interface Row {
+  /** The line with its dates and times blanked out: what the amounts' places are in. */
+  text: string;
   amounts: AmountToken[];
   /** The line's words once its amounts are taken out. */
   words: string;
@@ -114,6 +116,7 @@ function rowOf(line: string): Row {
   pieces.push(text.slice(from));
   const words = labelWords(pieces.join(" "));
   return {
+    text,
     amounts,
     words,
     // "RM" as OCR misreads it too ("RH33.90", "RN 5.00", "kM12.70").
@@ -145,9 +148,9 @@ function pairedAmountRow(rows: Row[], known: boolean[], runEnd: number[], i: num
  * OCR may run two columns into one line ("Total Saving 0.00 Total 66.15"): when words stand
  * before each of several amounts, each amount belongs to the words before it.
  */
-function labelledSegments(line: string, row: Row): { cents: number; words: string }[] {
+function labelledSegments(row: Row): { cents: number; words: string }[] {
   if (row.amounts.length < 2) return [];
-  const text = withoutDates(line);
+  const text = row.text;
   const segments = row.amounts.map((amount, k) => ({
     cents: amount.cents,
     words: labelWords(text.slice(k === 0 ? 0 : row.amounts[k - 1].end, amount.start)),
@@ -161,10 +164,10 @@ function labelledSegments(line: string, row: Row): { cents: number; words: strin
  * Its first two are parts the checks add up (never the total: the row's rightmost amount is a
  * tax); a third that is their sum is the total the summary states.
  */
-function taxSummaryRow(line: string, row: Row): Omit<Candidate, "line">[] | null {
+function taxSummaryRow(row: Row): Omit<Candidate, "line">[] | null {
   // Amounts of different currencies side by side ("Total C$39.00 US$29.00") are one total twice.
   if (row.amounts.length < 2 || row.amounts.length > 3 || new Set(row.amounts.map((a) => a.currency).filter(Boolean)).size > 1) return null;
-  const text = withoutDates(line);
+  const text = row.text;
   const between = row.amounts.slice(1).map((a, k) => text.slice(row.amounts[k].end, a.start));
   if (between.some((gap) => /[a-z]/i.test(gap))) return null;
   const words = labelWords(text.slice(0, row.amounts[0].start));
@@ -199,8 +202,8 @@ export function candidates(lines: string[]): Candidate[] {
     const row = rows[i];
     const label = classify(row.words);
     const payment = isPaymentLine(row.words);
-    const segments = labelledSegments(lines[i], row);
-    const summary = taxSummaryRow(lines[i], row);
+    const summary = taxSummaryRow(row);
+    const segments = summary ? [] : labelledSegments(row);
     if (summary) {
       found.push(...summary.map((c) => ({ ...c, line: i })));
     } else if (segments.length > 1) {
