@@ -72,6 +72,8 @@ const JOB_TIME_MS = 1_000;
 export async function runWebhookDeliveries(deps: WebhookDeliveryDeps, p: WebhookDeliveryPayload): Promise<number> {
   const started = Date.now();
   let posted = 0;
+  // The secret opened and the URL checked once a job, again only if the endpoint changed between batches.
+  let sending = null as { url: string; sealed: string; secret: string; target: CheckedUrl | (AttemptOutcome & { error: string }) } | null;
   for (;;) {
     const { rows: [{ due }] } = await deps.owner.query<{ due: DueDeliveries | null }>(
       "select app_private.webhook_deliveries_due($1, $2) as due", [p.webhookEndpointId, BATCH]);
@@ -81,9 +83,12 @@ export async function runWebhookDeliveries(deps: WebhookDeliveryDeps, p: Webhook
       await deps.owner.query("select app_private.queue_webhook_endpoint_jobs($1)", [p.webhookEndpointId]);
       return posted;
     }
-    const secret = deps.secrets.open(due.secretSealed, webhookSecretContext(due.organizationId, due.webhookEndpointId));
-    // The URL is checked once a batch: every post of it goes to the address checked.
-    const target = await deliveryTarget(due.url, outboundOf(deps.config));
+    if (sending === null || sending.url !== due.url || sending.sealed !== due.secretSealed) {
+      const secret = deps.secrets.open(due.secretSealed, webhookSecretContext(due.organizationId, due.webhookEndpointId));
+      // Every post of the job goes to the address checked.
+      sending = { url: due.url, sealed: due.secretSealed, secret, target: await deliveryTarget(due.url, outboundOf(deps.config)) };
+    }
+    const { secret, target } = sending;
     const attempts: (AttemptOutcome & { deliveryId: string; attempt: number })[] = [];
     for (const d of due.deliveries) {
       if (attempts.length > 0 && Date.now() - started > JOB_TIME_MS) break;
