@@ -46,9 +46,11 @@ const snake = (name: string) => name.replace(/[A-Z]/g, (c) => "_" + c.toLowerCas
 
 /**
  * Marks the plan of a Query field that is its SQL function's JSON and nothing else, which a
- * direct read (src/graphql/direct-read.ts) may stand in for.
+ * direct read (src/graphql/direct-operation.ts) may stand in for.
  */
 export const SQL_READ = Symbol("sql read");
+/** Marks the plan of a Mutation field that is runMutation of its SQL function and nothing else: a direct write's. */
+export const SQL_WRITE = Symbol("sql write");
 
 /** The SQL function of a root field. */
 export const sqlFunctionOf = (fieldName: string) => `app_public.${snake(fieldName)}`;
@@ -154,7 +156,7 @@ export async function callForResult(caller: CallerDb, call: SqlCall, failuresAsE
 }
 
 /** A mutation's function in a transaction of its own (in one round trip when its values can be literals). */
-const runMutation = (caller: CallerDb, op: Operation, args: Record<string, unknown>) =>
+export const runMutation = (caller: CallerDb, op: Operation, args: Record<string, unknown>) =>
   callForResult(caller, requestCall(op, args), op.failuresAsErrors);
 
 /** The Query and Mutation fields a document adds. */
@@ -191,10 +193,10 @@ export function sqlOperationsPlugin(name: string, typeDefs: DocumentNode, fieldP
       }, { [SQL_READ]: true });
     }
     for (const field of fields.Mutation.filter((f) => !TYPESCRIPT_OPERATIONS.has(f))) {
-      plans.Mutation[field] = (_$root: unknown, fieldArgs: { getRaw(): any }, info: FieldInfo) => {
+      plans.Mutation[field] = Object.assign((_$root: unknown, fieldArgs: { getRaw(): any }, info: FieldInfo) => {
         const op = operationOf(info.fieldName, info.field);
         return sideEffect(list([context(), fieldArgs.getRaw()]), ([ctx, args]: any) => runMutation((ctx as Grafast.Context).caller, op, args));
-      };
+      }, { [SQL_WRITE]: true });
     }
     return {
       typeDefs,

@@ -37,6 +37,11 @@ export interface Config {
    * on by default); off: every read is executed by GraphQL (grafast). The answers are the same.
    */
   directReads: boolean;
+  /**
+   * Single-field mutations answered from their SQL function's JSON (DIRECT_WRITES, on by
+   * default); off: every mutation is executed by GraphQL (grafast). The answers are the same.
+   */
+  directWrites: boolean;
   bodyLimit: string;
   /** Trust X-Forwarded-For from a proxy in front (for the client address in logs). */
   trustProxy: boolean;
@@ -232,6 +237,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     workerConcurrency: wholeNumber(env, "WORKER_CONCURRENCY", 2),
     graphiql: env.GRAPHIQL !== "off",
     directReads: onOff(env, "DIRECT_READS", true),
+    directWrites: onOff(env, "DIRECT_WRITES", true),
     bodyLimit: env.BODY_LIMIT ?? "1mb",
     trustProxy: env.TRUST_PROXY === "1",
     apiPoolSize: wholeNumber(env, "API_POOL_SIZE", 20, 2),

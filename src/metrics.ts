@@ -43,6 +43,13 @@ export const directReadResults = new Counter({
   registers: [registry],
 });
 
+export const directWriteResults = new Counter({
+  name: "accounting_direct_writes_total",
+  help: "Mutations answered from their SQL function's JSON without GraphQL execution (answered), and those whose JSON graphql-js executed the document over after they ran (executed).",
+  labelNames: ["result"] as const,
+  registers: [registry],
+});
+
 export const jobsQueued = new Gauge({
   name: "accounting_jobs_queued",
   help: "Jobs waiting (in the job outbox or graphile-worker's queue) or running, by task (those out of attempts are in accounting_jobs_failing).",

@@ -8,7 +8,7 @@ import type { AppHandle } from "../src/http/app.js";
 import { loadConfig } from "../src/config.js";
 import { makePreset } from "../src/graphql/preset.js";
 import { settingsStatement } from "../src/db/sql-text.js";
-import { argumentsOf, compileDirectRead, respond } from "../src/graphql/direct-read.js";
+import { argumentsOf, compileDirectOperation, respond } from "../src/graphql/direct-operation.js";
 import { directReadResults } from "../src/metrics.js";
 import { pgSettingsFor } from "../src/db/identity.js";
 import { runOperation, SQL_READ } from "../plugins/sql-operations.js";
@@ -17,7 +17,7 @@ import { createTenant, gqlTo, startHarness, type Harness, type Tenant } from "./
 import { accountsOf, bookEvent, call, CONFIRM, createEvent } from "./ledger-fixtures.js";
 
 /**
- * Reads answered straight from their SQL function's JSON (src/graphql/direct-read.ts) answer
+ * Reads answered straight from their SQL function's JSON (src/graphql/direct-operation.ts) answer
  * exactly what GraphQL execution answers: for every Query field served by an SQL function, a
  * document selecting every field of its result (aliases, __typename, fragments) is answered by the
  * server, by the server's GraphQL execution (the same document with `@include(if: true)`, which
@@ -134,7 +134,7 @@ function documentFor(fieldName: string, rootDirective = ""): { query: string; va
 /** The function's JSON as the caller gets it, and graphql-js executing the document over it. */
 async function graphqlJs(fieldName: string, query: string, variables: Record<string, unknown>) {
   const document = parse(query);
-  const read = compileDirectRead(schema, document, document.definitions[0] as OperationDefinitionNode)!;
+  const read = compileDirectOperation(schema, document, document.definitions[0] as OperationDefinitionNode)!;
   const client = await h.auth.connect();
   let json: unknown;
   try {
@@ -169,7 +169,8 @@ describe("direct reads", () => {
     expect(reads).not.toContain("connectMailbox");
     const compiles = (query: string) => {
       const document = parse(query);
-      return compileDirectRead(schema, document, document.definitions.find((d) => d.kind === "OperationDefinition") as OperationDefinitionNode) !== undefined;
+      // A mutation compiles as a write (test/direct-write.test.ts), never as a read.
+      return compileDirectOperation(schema, document, document.definitions.find((d) => d.kind === "OperationDefinition") as OperationDefinitionNode)?.write === false;
     };
     expect(compiles("{ myOrganizations { id name } }")).toBe(true);
     expect(compiles("query { o: myOrganizations { ...F } } fragment F on Organization { id n: name __typename }")).toBe(true);
@@ -188,7 +189,7 @@ describe("direct reads", () => {
 
   it("vouches only for values of their type, as GraphQL would serialize them", () => {
     const document = parse("{ myOrganizations { id name } }");
-    const read = compileDirectRead(schema, document, document.definitions[0] as OperationDefinitionNode)!;
+    const read = compileDirectOperation(schema, document, document.definitions[0] as OperationDefinitionNode)!;
     expect(respond(read, [{ id: "a", name: "b", other: 1 }])).toEqual({ data: { myOrganizations: [{ id: "a", name: "b" }] } });
     expect(respond(read, [{ id: "a", name: 5 }])).toEqual({ data: { myOrganizations: [{ id: "a", name: "5" }] } });
     expect(respond(read, [{ id: null, name: "b" }])).toBeUndefined(); // null in a non-null field

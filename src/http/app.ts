@@ -14,7 +14,7 @@ import { callerFailure, TIMEOUT_MESSAGE } from "../db/sql-errors.js";
 import { errorBody } from "./errors.js";
 import { BULK_LIMITS, graphqlGate } from "./graphql-gate.js";
 import { idempotency } from "./idempotency.js";
-import { directReads } from "./direct-reads.js";
+import { directOperations } from "./direct-operations.js";
 import { metricsRoute } from "./metrics-route.js";
 import { graphqlEndpoint, isGraphqlRequest } from "./graphql-endpoint.js";
 import { sendJson, type HttpRequest, type HttpResponse, type Next, type Step } from "./node-http.js";
@@ -115,7 +115,8 @@ export async function makeApp(config: Config, pools: Pools, options: AppOptions 
     (req, res, next) => (scopeOf(res).identity.kind === "anonymous" ? parseBody : parseBulkBody)(req as Request, res as unknown as Response, next),
     graphqlGate(() => schema, bodyLimit),
     idempotency(pools.auth, config.secretsKey),
-    ...(config.directReads ? [directReads(() => schema)] : []),
+    ...(config.directReads || config.directWrites
+      ? [directOperations(() => schema, { reads: config.directReads, writes: config.directWrites })] : []),
     grafservHandler,
     notFound,
   ], jsonErrors);

@@ -1,21 +1,24 @@
 import {
-  GraphQLError, Kind, getArgumentValues, getVariableValues, isEnumType, isListType, isNonNullType,
-  isObjectType, isScalarType, type DocumentNode, type FieldNode, type GraphQLField, type GraphQLObjectType, type GraphQLOutputType,
-  type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode,
+  GraphQLError, Kind, execute, getArgumentValues, getVariableValues, isEnumType, isListType, isNonNullType,
+  isObjectType, isScalarType, type DocumentNode, type ExecutionResult, type FieldNode, type GraphQLField, type GraphQLObjectType,
+  type GraphQLOutputType, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode,
 } from "postgraphile/graphql";
-import { SQL_READ, operationOf, type Operation } from "../../plugins/sql-operations.js";
+import { SQL_READ, SQL_WRITE, operationOf, type Operation } from "../../plugins/sql-operations.js";
 
 /**
- * A read served straight from its SQL function's JSON, without GraphQL execution. Every root
- * Query field of the contract is one SQL function that returns its result type's whole shape as
- * JSON (plugins/sql-operations.ts); executing a document over it only picks the selected fields,
- * renames them to their aliases and checks each value against its type. A document of one such
- * field, whose selections are plain fields of object types (no directives, no arguments below the
- * root, no field with a plan of its own such as a signed URL), is compiled once into a projection
- * that does exactly that. Anything else, and any value the projection does not find as its type
- * promises (a null in a non-null field, text in an Int), goes to GraphQL execution instead:
- * reads have no side effects, so running one there again changes nothing but its cost.
- * test/direct-read.test.ts compares the two with graphql-js executing the same document.
+ * An operation served straight from its SQL function's JSON, without GraphQL execution. Every
+ * root field of the contract (but the few TypeScript serves) is one SQL function that returns its
+ * result type's whole shape as JSON (plugins/sql-operations.ts); executing a document over it only
+ * picks the selected fields, renames them to their aliases and checks each value against its type.
+ * A document of one such field, whose selections are plain fields of object types (no directives,
+ * no arguments below the root, no field with a plan of its own such as a signed URL), is compiled
+ * once into a projection that does exactly that.
+ * Any value the projection does not find as its type promises (a null in a non-null field, text in
+ * an Int) is not vouched for. A read then goes to GraphQL execution: it has no side effects, so
+ * running it again changes nothing but its cost. A write has run and must not run again: graphql-js
+ * executes the document over the JSON it returned (`executeOver`), which reports the value as
+ * GraphQL execution does.
+ * test/direct-read.test.ts and test/direct-write.test.ts compare the two with GraphQL execution.
  */
 
 /** Thrown by a projection that finds a value it cannot vouch for. */
@@ -24,7 +27,9 @@ const unvouched = new Unvouched();
 
 type Projection = (value: unknown) => unknown;
 
-export interface DirectRead {
+export interface DirectOperation {
+  /** A mutation: it runs once, whatever its result. */
+  write: boolean;
   operation: Operation;
   field: GraphQLField<unknown, unknown>;
   fieldNode: FieldNode;
@@ -36,18 +41,20 @@ export interface DirectRead {
 
 /** Plans of fields that compute their value (a signed URL): those fields are not plain JSON. */
 const hasOwnPlan = (field: GraphQLField<unknown, unknown>) => Boolean((field.extensions as any)?.grafast?.plan);
-const isSqlRead = (field: GraphQLField<unknown, unknown>) => Boolean((field.extensions as any)?.grafast?.plan?.[SQL_READ]);
+const planMarked = (field: GraphQLField<unknown, unknown>, mark: symbol) => Boolean((field.extensions as any)?.grafast?.plan?.[mark]);
 
-/** The direct read of a document's operation, or undefined when GraphQL execution must serve it. */
-export function compileDirectRead(schema: GraphQLSchema, document: DocumentNode, definition: OperationDefinitionNode): DirectRead | undefined {
-  if (definition.operation !== "query" || definition.directives?.length) return undefined;
+/** The direct operation of a document's operation, or undefined when GraphQL execution must serve it. */
+export function compileDirectOperation(schema: GraphQLSchema, document: DocumentNode, definition: OperationDefinitionNode): DirectOperation | undefined {
+  const write = definition.operation === "mutation";
+  if ((!write && definition.operation !== "query") || definition.directives?.length) return undefined;
   const [root, ...more] = definition.selectionSet.selections;
   if (!root || more.length || root.kind !== Kind.FIELD || root.directives?.length || !root.selectionSet) return undefined;
-  const field = schema.getQueryType()?.getFields()[root.name.value];
-  if (!field || !isSqlRead(field) || root.alias?.value === "__proto__") return undefined;
+  const field = (write ? schema.getMutationType() : schema.getQueryType())?.getFields()[root.name.value];
+  if (!field || !planMarked(field, write ? SQL_WRITE : SQL_READ) || root.alias?.value === "__proto__") return undefined;
   const fragments = new Map(document.definitions.flatMap((d) => (d.kind === Kind.FRAGMENT_DEFINITION ? [[d.name.value, d] as const] : [])));
   try {
     return {
+      write,
       operation: operationOf(root.name.value, field),
       field,
       fieldNode: root,
@@ -145,7 +152,7 @@ function objectProjection(type: GraphQLObjectType, selectionSet: SelectionSetNod
 }
 
 /** The root field's arguments from the request's variables, or undefined when they do not coerce. */
-export function argumentsOf(schema: GraphQLSchema, read: DirectRead, variables: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+export function argumentsOf(schema: GraphQLSchema, read: DirectOperation, variables: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
   const coerced = getVariableValues(schema, read.definition.variableDefinitions ?? [], variables ?? {}, { maxErrors: 1 });
   if (coerced.errors) return undefined;
   try {
@@ -155,8 +162,8 @@ export function argumentsOf(schema: GraphQLSchema, read: DirectRead, variables: 
   }
 }
 
-/** The response body of a read, or undefined when its JSON is not what its type promises. */
-export function respond(read: DirectRead, json: unknown): { data: Record<string, unknown> } | undefined {
+/** The response body of an operation, or undefined when its JSON is not what its type promises. */
+export function respond(read: DirectOperation, json: unknown): { data: Record<string, unknown> } | undefined {
   try {
     return { data: { [read.responseKey]: read.project(json) } };
   } catch (e) {
@@ -165,8 +172,24 @@ export function respond(read: DirectRead, json: unknown): { data: Record<string,
   }
 }
 
-/** A failed read as GraphQL execution reports it: the error at the field, null in its place. */
-export function failed(read: DirectRead, error: Error, mask: (e: GraphQLError) => GraphQLError) {
+/**
+ * The response body of a write whose JSON the projection did not vouch for: graphql-js executing
+ * the document over that JSON, each field its property (no field of a compiled document has a
+ * plan of its own), its errors told as GraphQL execution tells them.
+ */
+export async function executeOver(schema: GraphQLSchema, write: DirectOperation, document: DocumentNode,
+    variables: Record<string, unknown> | undefined, json: unknown, mask: (e: GraphQLError) => GraphQLError): Promise<ExecutionResult> {
+  const result = await execute({ schema, document, operationName: write.definition.name?.value, variableValues: variables,
+    rootValue: { [write.field.name]: json } });
+  if (!result.errors) return { data: result.data };
+  // Each is GraphQL's own finding about a value (a null in a non-null field), never a thrown
+  // failure of ours, and is told as GraphQL execution tells it: not masked as an internal error.
+  const own = (e: GraphQLError) => new GraphQLError(e.message, { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path });
+  return { data: result.data ?? null, errors: result.errors.map((e) => mask(own(e))) };
+}
+
+/** A failed operation as GraphQL execution reports it: the error at the field, null in its place. */
+export function failed(read: DirectOperation, error: Error, mask: (e: GraphQLError) => GraphQLError) {
   const located = new GraphQLError(error.message, { nodes: [read.fieldNode], path: [read.responseKey], originalError: error });
   return { data: read.nullable ? { [read.responseKey]: null } : null, errors: [mask(located)] };
 }

@@ -1,0 +1,202 @@
+import { postgraphile } from "postgraphile";
+import { parse, type GraphQLSchema, type OperationDefinitionNode } from "postgraphile/graphql";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { AppHandle } from "../src/http/app.js";
+import { loadConfig } from "../src/config.js";
+import { makePreset } from "../src/graphql/preset.js";
+import { compileDirectOperation, executeOver, respond } from "../src/graphql/direct-operation.js";
+import { maskError } from "../src/http/errors.js";
+import { directWriteResults } from "../src/metrics.js";
+import { SQL_WRITE, TYPESCRIPT_OPERATIONS } from "../plugins/sql-operations.js";
+import { createTenant, gqlTo, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { accountsOf, call, CLASSIFY, CONFIRM, CREATE, createEvent, EVENT_FIELDS, eventRow, UPDATE } from "./ledger-fixtures.js";
+
+/**
+ * Mutations answered straight from their SQL function's JSON (src/http/direct-operations.ts) run
+ * once and answer exactly what GraphQL execution answers: the same mutation on the same state is
+ * sent to the server, to the server's GraphQL execution (`@include(if: true)` on its root field,
+ * which the direct path leaves to it) and to a second server over the same database with
+ * DIRECT_WRITES=off, and the three answers are the same bytes (ids and times aside where the
+ * mutation makes new ones).
+ */
+let h: Harness;
+let t: Tenant;
+let schema: GraphQLSchema;
+let release: () => Promise<void>;
+let off: AppHandle;
+let acc: Record<string, string>;
+
+beforeAll(async () => {
+  h = await startHarness({ directWrites: true });
+  off = await h.secondApp({ directWrites: false });
+  t = await createTenant(h);
+  acc = await accountsOf(h, t);
+  const pgl = postgraphile(makePreset(h.auth, { graphiql: false }));
+  schema = await pgl.getSchema();
+  release = async () => { await pgl.release(); };
+});
+afterAll(async () => {
+  await release?.();
+  await h?.close();
+});
+
+const counts = async () => Object.fromEntries((await directWriteResults.get()).values.map((v) => [v.labels.result, v.value]));
+const answered = async () => (await counts()).answered ?? 0;
+
+/** The same document, which the direct path leaves to GraphQL execution. */
+function byExecution(query: string, field: string): string {
+  const end = query.indexOf(") {", query.indexOf(field + "("));
+  return `${query.slice(0, end + 1)} @include(if: true)${query.slice(end + 1)}`;
+}
+
+/** New ids and times replaced: what two runs of the same mutation on the same kind of state share. */
+const ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
+const TIME = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)/g;
+const shape = (text: string) => text.replace(ID, "<id>").replace(TIME, "<time>");
+
+/**
+ * A mutation sent three ways, each on a state of its own made by `prepare` (which returns the
+ * variables): directly, by the server's GraphQL execution, by the DIRECT_WRITES=off server.
+ */
+async function threeWays(query: string, field: string, prepare: () => Promise<Record<string, unknown>>, credential = t.apiKey) {
+  const [a, b, c] = [await prepare(), await prepare(), await prepare()];
+  const before = await answered();
+  const direct = await h.gql(query, a, credential);
+  const directCount = await answered();
+  const executed = await h.gql(byExecution(query, field), b, credential);
+  const withoutDirect = await gqlTo(off, query, c, credential);
+  expect(await answered(), `${field}: only the first was answered directly`).toBe(directCount);
+  return { direct, executed, withoutDirect, directlyAnswered: directCount - before };
+}
+
+describe("direct writes", () => {
+  it("are on unless DIRECT_WRITES=off", () => {
+    expect(loadConfig({}).directWrites).toBe(true);
+    expect(loadConfig({ DIRECT_WRITES: "off" }).directWrites).toBe(false);
+    expect(() => loadConfig({ DIRECT_WRITES: "maybe" })).toThrow('DIRECT_WRITES must be "on" or "off", got "maybe".');
+  });
+
+  it("cover every mutation an SQL function serves, and leave the rest to GraphQL execution", () => {
+    const mutations = Object.values(schema.getMutationType()!.getFields());
+    const direct = mutations.filter((f) => (f.extensions as any)?.grafast?.plan?.[SQL_WRITE]).map((f) => f.name);
+    expect(direct.length).toBe(mutations.length - TYPESCRIPT_OPERATIONS.size);
+    for (const name of TYPESCRIPT_OPERATIONS) expect(direct).not.toContain(name);
+    const compiles = (query: string) => {
+      const document = parse(query);
+      const op = compileDirectOperation(schema, document, document.definitions.find((d) => d.kind === "OperationDefinition") as OperationDefinitionNode);
+      return op === undefined ? undefined : op.write;
+    };
+    expect(compiles(CONFIRM)).toBe(true);
+    expect(compiles("mutation($o: UUID!) { k: createApiKey(organizationId: $o) { ...R } } fragment R on CreateApiKeyResult { success secret }")).toBe(true);
+    expect(compiles("{ myOrganizations { id } }")).toBe(false); // a read
+    // Two root fields, a directive, a TypeScript operation, a field with a plan of its own: GraphQL's.
+    expect(compiles("mutation($o: UUID!) { a: createApiKey(organizationId: $o) { success } b: createApiKey(organizationId: $o) { success } }")).toBeUndefined();
+    expect(compiles("mutation($o: UUID!) { createApiKey(organizationId: $o) @skip(if: false) { success } }")).toBeUndefined();
+    expect(compiles(`mutation($o: UUID!) { connectMailbox(organizationId: $o, host: "h", username: "u", password: "p") { success } }`)).toBeUndefined();
+    expect(compiles("mutation($o: UUID!, $k: String!) { createReceipt(organizationId: $o, objectKey: $k) { receipt { imageUrl } } }")).toBeUndefined();
+  });
+
+  it("answer a write as GraphQL execution does, and run it once", async () => {
+    let n = 0;
+    const fresh = async () => ({ org: t.organizationId, merchantName: `Direct ${++n}`, amount: "42.10", transactionDate: "2026-03-04",
+      categoryId: acc["Cost of Goods Sold"], paymentAccountId: acc["Chequing"] });
+    const created = await threeWays(CREATE, "createLedgerEvent", fresh);
+    expect(created.directlyAnswered).toBe(1);
+    expect(created.direct.body.data.createLedgerEvent.success).toBe(true);
+    expect(shape(created.direct.text)).toBe(shape(created.executed.text));
+    expect(shape(created.direct.text)).toBe(shape(created.withoutDirect.text));
+    expect(created.direct.headers["content-type"]).toBe(created.executed.headers["content-type"]);
+    const { rows: [{ count }] } = await h.owner.query("select count(*)::int from app_public.ledger_events where merchant_name = 'Direct 1'");
+    expect(count).toBe(1);
+
+    // A confirm of a classified event, and an update answering the whole event.
+    const classified = async () => {
+      const eventId = await createEvent(h, t, { merchantName: "Staples", amount: "15.00", transactionDate: "2026-03-05" });
+      expect(await call(h, t, CLASSIFY, { eventId, categoryId: acc["Cost of Goods Sold"], paymentId: acc["Chequing"] }, "updateStagedEntry"))
+        .toEqual({ success: true, error: null });
+      return { org: t.organizationId, eventId };
+    };
+    const confirmed = await threeWays(CONFIRM, "confirmLedgerEvent", classified);
+    expect(confirmed.direct.body.data.confirmLedgerEvent).toMatchObject({ success: true, error: null });
+    expect(shape(confirmed.direct.text)).toBe(shape(confirmed.executed.text));
+    expect(shape(confirmed.direct.text)).toBe(shape(confirmed.withoutDirect.text));
+    const entryId = confirmed.direct.body.data.confirmLedgerEvent.journalEntryId;
+    const { rows: lines } = await h.owner.query("select debit, credit from app_public.journal_lines where entry_id = $1 order by debit desc", [entryId]);
+    expect(lines.map((l) => [l.debit, l.credit])).toEqual([["15.00", "0.00"], ["0.00", "15.00"]]);
+
+    const updated = await threeWays(UPDATE, "updateLedgerEvent", async () => ({ ...(await classified()), memo: "Printer ink, \"black\" — ünïcode" }));
+    expect(updated.direct.body.data.updateLedgerEvent.event.memo).toBe("Printer ink, \"black\" — ünïcode");
+    expect(shape(updated.direct.text)).toBe(shape(updated.executed.text));
+    expect(shape(updated.direct.text)).toBe(shape(updated.withoutDirect.text));
+  });
+
+  it("report failures as GraphQL execution does, byte for byte, and write nothing", async () => {
+    const other = await createTenant(h);
+    const eventId = await createEvent(h, t, { merchantName: "Unchanged", amount: "9.99", transactionDate: "2026-03-06" });
+    const row = await eventRow(h, eventId);
+    const BATCH = `mutation($org: UUID!, $items: [AccountInput!]!) { batchCreateAccounts(organizationId: $org, items: $items) { created errors { index error } } }`;
+    for (const [query, field, variables, credential] of [
+      // A business failure: success false.
+      [CREATE, "createLedgerEvent", { org: t.organizationId, merchantName: "Bad", amount: "12.345", transactionDate: "2026-03-06" }, t.apiKey],
+      [CONFIRM, "confirmLedgerEvent", { org: t.organizationId, eventId: "00000000-0000-4000-8000-000000000000" }, t.apiKey],
+      // Not classified: confirm refuses, the event stays as it was.
+      [CONFIRM, "confirmLedgerEvent", { org: t.organizationId, eventId }, t.apiKey],
+      // Another organization's event, and another organization named with this key.
+      [UPDATE, "updateLedgerEvent", { org: other.organizationId, eventId, memo: "x" }, other.apiKey],
+      [UPDATE, "updateLedgerEvent", { org: other.organizationId, eventId, memo: "x" }, t.apiKey],
+      // An operation without `success`: its failure is an error.
+      [BATCH, "batchCreateAccounts", { org: t.organizationId, items: Array.from({ length: 501 }, (_, i) => ({ name: `A${i}`, accountType: "expense", classification: "expense" })) }, t.apiKey],
+      // Arguments that do not coerce, and one missing: GraphQL's own errors, nothing run.
+      [UPDATE, "updateLedgerEvent", { org: t.organizationId, eventId: "not-a-uuid", memo: "x" }, t.apiKey],
+      [CREATE, "createLedgerEvent", { org: t.organizationId, merchantName: "No amount", transactionDate: "2026-03-06" }, t.apiKey],
+    ] as const) {
+      const label = `${field} ${JSON.stringify(variables).slice(0, 120)}`;
+      const ways = await threeWays(query, field, async () => variables as Record<string, unknown>, credential);
+      expect(ways.direct.text, label).toBe(ways.executed.text);
+      expect(ways.withoutDirect.text, label).toBe(ways.direct.text);
+      expect(ways.direct.text, label).toMatch(/"success":false|"errors":/);
+    }
+    expect(await eventRow(h, eventId)).toEqual(row);
+    const { rows: [{ count }] } = await h.owner.query("select count(*)::int from app_public.accounts where organization_id = $1 and name = 'A0'", [t.organizationId]);
+    expect(count).toBe(0);
+  });
+
+  it("replay a response for its Idempotency-Key without running the mutation again", async () => {
+    const variables = { org: t.organizationId, merchantName: "Idempotent direct", amount: "5.00", transactionDate: "2026-03-07" };
+    const first = await h.gql(CREATE, variables, t.apiKey, { "Idempotency-Key": "direct-write-1" });
+    const again = await h.gql(CREATE, variables, t.apiKey, { "Idempotency-Key": "direct-write-1" });
+    expect(again.headers["idempotent-replayed"]).toBe("true");
+    expect(again.text).toBe(first.text);
+    const { rows: [{ count }] } = await h.owner.query("select count(*)::int from app_public.ledger_events where merchant_name = 'Idempotent direct'");
+    expect(count).toBe(1);
+  });
+
+  it("answer JSON they cannot vouch for as graphql-js executing the document over it, without running the write again", async () => {
+    const REJECT_SELECTED = `mutation($org: UUID!, $eventId: UUID!) { rejected: rejectLedgerEvent(organizationId: $org, eventId: $eventId) { success error eventId } }`;
+    const document = parse(REJECT_SELECTED);
+    const write = compileDirectOperation(schema, document, document.definitions[0] as OperationDefinitionNode)!;
+    const broken = { success: null, error: null, eventId: "e" };
+    expect(respond(write, broken)).toBeUndefined();
+    const executed = await executeOver(schema, write, document, { org: t.organizationId, eventId: "00000000-0000-4000-8000-000000000000" }, broken, maskError);
+    expect(JSON.parse(JSON.stringify(executed))).toEqual({ data: null, errors: [expect.objectContaining({
+      message: "Cannot return null for non-nullable field RejectLedgerEventResult.success.", path: ["rejected", "success"] })] });
+
+    // A function of this test's database that writes, then answers a null where the type promises a Boolean.
+    await h.owner.query(`create or replace function app_public.reject_ledger_event(organization_id uuid, event_id uuid) returns jsonb
+      language plpgsql volatile as $$
+      begin
+        update app_public.ledger_events x set memo = coalesce(x.memo, '') || 'ran;' where x.id = event_id;
+        return jsonb_build_object('success', null, 'error', null, 'eventId', event_id);
+      end $$`);
+    const eventId = await createEvent(h, t, { merchantName: "Broken reject", amount: "1.00", transactionDate: "2026-03-08" });
+    const before = await counts();
+    const direct = await h.gql(REJECT_SELECTED, { org: t.organizationId, eventId }, t.apiKey);
+    expect((await counts()).executed ?? 0).toBe((before.executed ?? 0) + 1);
+    expect((await eventRow(h, eventId)).memo).toBe("ran;");
+    expect(direct.body).toEqual({ data: null, errors: [expect.objectContaining({
+      message: "Cannot return null for non-nullable field RejectLedgerEventResult.success.", path: ["rejected", "success"] })] });
+    const grafast = await gqlTo(off, REJECT_SELECTED, { org: t.organizationId, eventId }, t.apiKey);
+    expect((await eventRow(h, eventId)).memo).toBe("ran;ran;");
+    expect(direct.text).toBe(grafast.text);
+  });
+});
