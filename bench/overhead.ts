@@ -129,7 +129,7 @@ export function writeCases(f: WriteFixture, stagedIds: string[]): Case[] {
 }
 
 /** The write fixture: the overhead organization's accounts, and an organization of its own for imports. */
-async function writeFixture(dbUrl: string, org: string): Promise<WriteFixture> {
+export async function writeFixture(dbUrl: string, org: string): Promise<WriteFixture> {
   const owner = new pg.Pool({ connectionString: dbUrl, max: 1 });
   try {
     const account = async (o: string, name: string) =>
@@ -275,11 +275,13 @@ export function cpuMs(root: number): number {
 }
 
 /** The baseline in its own process, run as the server is (tsx, the same Node flags). */
-async function startBare(authUrl: string, operations: [string, BareOperation][], env: Record<string, string>, roundTrips: 1 | 2) {
+/** The floor's server (bench/overhead-bare.ts) answering `operations`; `nodeOptions` are added to its Node flags. */
+export async function startBare(authUrl: string, operations: [string, BareOperation][], env: Record<string, string>, roundTrips: 1 | 2,
+    nodeOptions = "") {
   const port = await freePort();
   const child = spawn(path.resolve("node_modules/.bin/tsx"), ["bench/overhead-bare.ts"], {
     env: { ...process.env, ...env, DATABASE_URL: authUrl, PORT: String(port), BARE_OPERATIONS: JSON.stringify(operations), BARE_ROUND_TRIPS: String(roundTrips),
-      NODE_ENV: "production", NODE_OPTIONS: `--max-semi-space-size=32 --experimental-async-context-frame ${process.env.NODE_OPTIONS ?? ""}` },
+      NODE_ENV: "production", NODE_OPTIONS: `--max-semi-space-size=32 --experimental-async-context-frame ${process.env.NODE_OPTIONS ?? ""} ${nodeOptions}` },
     stdio: ["ignore", "pipe", "inherit"],
   });
   await new Promise<void>((resolve, reject) => {
