@@ -274,8 +274,10 @@ export function cpuMs(root: number): number {
   return ticks * 10;
 }
 
-/** The baseline in its own process, run as the server is (tsx, the same Node flags). */
-/** The floor's server (bench/overhead-bare.ts) answering `operations`; `nodeOptions` are added to its Node flags. */
+/**
+ * The floor's server (bench/overhead-bare.ts) answering `operations`, in its own process, run as the
+ * server is (tsx, the same Node flags); `nodeOptions` are added to those flags.
+ */
 export async function startBare(authUrl: string, operations: [string, BareOperation][], env: Record<string, string>, roundTrips: 1 | 2,
     nodeOptions = "") {
   const port = await freePort();

@@ -45,7 +45,7 @@ export const directReadResults = new Counter({
 
 export const directWriteResults = new Counter({
   name: "accounting_direct_writes_total",
-  help: "Mutations answered from their SQL function's JSON without GraphQL execution (answered), and those whose JSON graphql-js executed the document over after they ran (executed).",
+  help: "Mutations answered without GraphQL execution: from their SQL function's JSON or with the error their call raised (answered), or by graphql-js executing the document over JSON their type did not promise (executed).",
   labelNames: ["result"] as const,
   registers: [registry],
 });

@@ -1,4 +1,5 @@
 import { postgraphile } from "postgraphile";
+import request from "supertest";
 import { parse, type GraphQLSchema, type OperationDefinitionNode } from "postgraphile/graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AppHandle } from "../src/http/app.js";
@@ -152,6 +153,9 @@ describe("direct writes", () => {
     ] as const) {
       const label = `${field} ${JSON.stringify(variables).slice(0, 120)}`;
       const ways = await threeWays(query, field, async () => variables as Record<string, unknown>, credential);
+      // What ran was answered directly; arguments that do not coerce were left to GraphQL execution.
+      const coerces = !JSON.stringify(variables).includes("not-a-uuid") && (field !== "createLedgerEvent" || "amount" in variables);
+      expect(ways.directlyAnswered, `${label}: answered directly`).toBe(coerces ? 1 : 0);
       expect(ways.direct.text, label).toBe(ways.executed.text);
       expect(ways.withoutDirect.text, label).toBe(ways.direct.text);
       expect(ways.direct.text, label).toMatch(/"success":false|"errors":/);
@@ -198,5 +202,87 @@ describe("direct writes", () => {
     const grafast = await gqlTo(off, REJECT_SELECTED, { org: t.organizationId, eventId }, t.apiKey);
     expect((await eventRow(h, eventId)).memo).toBe("ran;ran;");
     expect(direct.text).toBe(grafast.text);
+  });
+
+  it("leave another error behaviour (onError) to GraphQL execution, and refuse one GraphQL does not know before anything runs", async () => {
+    const BATCH = `mutation($org: UUID!, $items: [AccountInput!]!) { batchCreateAccounts(organizationId: $org, items: $items) { created } }`;
+    const tooMany = { org: t.organizationId, items: Array.from({ length: 501 }, (_, i) => ({ name: `N${i}`, accountType: "expense", classification: "expense" })) };
+    const send = (app: AppHandle, body: Record<string, unknown>) => request(app.app).post("/graphql").set("Content-Type", "application/json")
+      .set("Authorization", t.apiKey).send(JSON.stringify(body));
+    const before = await answered();
+    const direct = await send(h.handle, { query: BATCH, variables: tooMany, onError: "NULL" });
+    expect(await answered()).toBe(before);
+    expect(direct.body.data).toEqual({ batchCreateAccounts: null });
+    expect(direct.text).toBe((await send(off, { query: BATCH, variables: tooMany, onError: "NULL" })).text);
+    // PROPAGATE is the default: answered directly, as without it.
+    const propagate = await send(h.handle, { query: BATCH, variables: tooMany, onError: "PROPAGATE" });
+    expect(await answered()).toBe(before + 1);
+    expect(propagate.body.data).toBeNull();
+
+    const create = { query: CREATE, variables: { org: t.organizationId, merchantName: "Refused onError", amount: "1.00", transactionDate: "2026-03-09" } };
+    for (const body of [{ ...create, onError: "IGNORE" }, { ...create, extensions: "x" }]) {
+      const res = await send(h.handle, body);
+      expect(res.status).toBe(400);
+      expect((await send(off, body)).text).toBe(res.text);
+    }
+    const { rows: [{ count }] } = await h.owner.query("select count(*)::int from app_public.ledger_events where merchant_name = 'Refused onError'");
+    expect(count).toBe(0);
+  });
+
+  it("pick the operation by operationName, through fragments and aliases, and clear with an explicit null", async () => {
+    const DOC = `query Orgs { myOrganizations { id } }
+      mutation Lock($org: UUID!, $lockDate: String) {
+        s: updateOrganizationSettings(organizationId: $org, lockDate: $lockDate) { ...Result ... on OrganizationSettingsResult { __typename ok: success } } }
+      fragment Result on OrganizationSettingsResult { success error organization { id lockDate } }`;
+    const withName = (app: AppHandle, variables: Record<string, unknown>) =>
+      request(app.app).post("/graphql").set("Content-Type", "application/json").set("Authorization", t.ownerJwt)
+        .send(JSON.stringify({ query: DOC, operationName: "Lock", variables }));
+    const stored = async () => (await h.owner.query("select lock_date::text from app_public.organizations where id = $1", [t.organizationId])).rows[0].lock_date;
+    for (const app of [h.handle, off]) {
+      const set = await withName(app, { org: t.organizationId, lockDate: "2025-12-31" });
+      expect(set.body.data.s).toEqual({ success: true, error: null, organization: { id: t.organizationId, lockDate: "2025-12-31" },
+        __typename: "OrganizationSettingsResult", ok: true });
+      // A variable declared and not sent keeps the date; an explicit null clears it.
+      const kept = await withName(app, { org: t.organizationId });
+      expect(kept.body.data.s.organization.lockDate).toBe("2025-12-31");
+      expect(await stored()).toBe("2025-12-31");
+      const cleared = await withName(app, { org: t.organizationId, lockDate: null });
+      expect(cleared.body.data.s.organization.lockDate).toBeNull();
+      expect(await stored()).toBeNull();
+    }
+    const before = await answered();
+    const direct = await withName(h.handle, { org: t.organizationId, lockDate: "2025-11-30" });
+    expect(await answered()).toBe(before + 1);
+    expect(direct.text).toBe((await withName(off, { org: t.organizationId, lockDate: "2025-11-30" })).text);
+  });
+
+  it("send a call longer than 16 KB as parameters, answering as GraphQL execution does", async () => {
+    const IMPORT = `mutation($org: UUID!, $acct: UUID!, $rows: [BankStatementRowInput!]!) {
+      importBankStatement(organizationId: $org, paymentAccountId: $acct, rows: $rows) { success error importedCount skippedCount } }`;
+    let batch = 0;
+    const rows = async () => {
+      batch++;
+      return { org: t.organizationId, acct: acc["Chequing"], rows: Array.from({ length: 300 }, (_, i) => ({
+        transactionDate: "2026-02-10", description: `LONG IMPORT ${batch} ROW ${i} ${"x".repeat(40)}`, amount: `-${i + 1}.${batch}0`, eventType: "expense" })) };
+    };
+    expect(JSON.stringify(await rows()).length).toBeGreaterThan(16_384);
+    const ways = await threeWays(IMPORT, "importBankStatement", rows);
+    expect(ways.directlyAnswered).toBe(1);
+    expect(ways.direct.body.data.importBankStatement).toEqual({ success: true, error: null, importedCount: 300, skippedCount: 0 });
+    expect(ways.direct.text).toBe(ways.executed.text);
+    expect(ways.direct.text).toBe(ways.withoutDirect.text);
+  });
+
+  it("read a broken list as grafast reads it: null, an error only where the list is promised", async () => {
+    const BATCH = `mutation($org: UUID!, $items: [AccountInput!]!) { b: batchCreateAccounts(organizationId: $org, items: $items) { created errors { index error } } }`;
+    await h.owner.query(`create or replace function app_public.batch_create_accounts(organization_id uuid, items jsonb) returns jsonb
+      language sql volatile as $$ select jsonb_build_object('created', 0, 'errors', '{}'::jsonb) $$`);
+    const variables = { org: t.organizationId, items: [{ name: "Broken list", accountType: "expense", classification: "expense" }] };
+    const before = await counts();
+    const direct = await h.gql(BATCH, variables, t.apiKey);
+    expect((await counts()).executed ?? 0).toBe((before.executed ?? 0) + 1);
+    expect(direct.body).toEqual({ data: null, errors: [expect.objectContaining({
+      message: "Cannot return null for non-nullable field BatchCreateResult.errors.", path: ["b", "errors"] })] });
+    expect(direct.text).toBe((await gqlTo(off, BATCH, variables, t.apiKey)).text);
   });
 });

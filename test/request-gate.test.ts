@@ -169,6 +169,8 @@ describe("every error body is JSON with a code", () => {
     ["variables that are a string", { query: "{ __typename }", variables: "abc" }, "variables must be a JSON object."],
     ["variables that are an array", { query: "{ __typename }", variables: [1] }, "variables must be a JSON object."],
     ["an operationName that is a number", { query: "{ __typename }", operationName: 5 }, "operationName must be a string."],
+    ["an onError that is no error behaviour", { query: "{ __typename }", onError: "IGNORE" }, "onError must be one of PROPAGATE, NULL, HALT."],
+    ["extensions that are a string", { query: "{ __typename }", extensions: "x" }, "extensions must be a JSON object."],
   ])("%s is 400 with BAD_USER_INPUT", async (_name, body, message) => {
     const res = await request(h.handle.app).post("/graphql").set("Content-Type", "application/json").send(JSON.stringify(body));
     expect(res.status).toBe(400);

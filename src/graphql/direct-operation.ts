@@ -1,6 +1,6 @@
 import {
-  GraphQLError, Kind, execute, getArgumentValues, getVariableValues, isEnumType, isListType, isNonNullType,
-  isObjectType, isScalarType, type DocumentNode, type ExecutionResult, type FieldNode, type GraphQLField, type GraphQLObjectType,
+  GraphQLError, Kind, execute, getArgumentValues, getNullableType, getVariableValues, isEnumType, isListType, isNonNullType,
+  isObjectType, isScalarType, type DocumentNode, type ExecutionResult, type FieldNode, type GraphQLFieldResolver, type GraphQLField, type GraphQLObjectType,
   type GraphQLOutputType, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode,
 } from "postgraphile/graphql";
 import { SQL_READ, SQL_WRITE, operationOf, type Operation } from "../../plugins/sql-operations.js";
@@ -180,13 +180,20 @@ export function respond(read: DirectOperation, json: unknown): { data: Record<st
 export async function executeOver(schema: GraphQLSchema, write: DirectOperation, document: DocumentNode,
     variables: Record<string, unknown> | undefined, json: unknown, mask: (e: GraphQLError) => GraphQLError): Promise<ExecutionResult> {
   const result = await execute({ schema, document, operationName: write.definition.name?.value, variableValues: variables,
-    rootValue: { [write.field.name]: json } });
+    rootValue: { [write.field.name]: json }, fieldResolver: asGrafastReadsIt });
   if (!result.errors) return { data: result.data };
   // Each is GraphQL's own finding about a value (a null in a non-null field), never a thrown
   // failure of ours, and is told as GraphQL execution tells it: not masked as an internal error.
-  const own = (e: GraphQLError) => new GraphQLError(e.message, { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path });
+  const own = (e: GraphQLError) => new GraphQLError(e.message, { nodes: e.nodes, source: e.source, positions: e.positions, path: e.path,
+    extensions: e.extensions });
   return { data: result.data ?? null, errors: result.errors.map((e) => mask(own(e))) };
 }
+
+/** A field's property of its JSON; where a list is promised and none is found, null, as grafast reads it (no "Expected Iterable"). */
+const asGrafastReadsIt: GraphQLFieldResolver<unknown, unknown> = (source, _args, _context, info) => {
+  const value = (source as Record<string, unknown>)[info.fieldName];
+  return isListType(getNullableType(info.returnType)) && value != null && !Array.isArray(value) ? null : value;
+};
 
 /** A failed operation as GraphQL execution reports it: the error at the field, null in its place. */
 export function failed(read: DirectOperation, error: Error, mask: (e: GraphQLError) => GraphQLError) {

@@ -28,7 +28,9 @@ export function directOperations(schema: () => GraphQLSchema, serve: { reads: bo
       compiled.set(admitted.operation, direct);
     }
     if (!direct || !(direct.write ? serve.writes : serve.reads)) return next();
-    const { variables } = req.body as { variables?: Record<string, unknown> };
+    const { variables, onError } = req.body as { variables?: Record<string, unknown>; onError?: string };
+    // An error behaviour other than GraphQL's default (null bubbling up): GraphQL execution's.
+    if (onError != null && onError !== "PROPAGATE") return next();
     // Arguments that do not coerce: GraphQL execution says why, and nothing has run.
     const args = argumentsOf(schema(), direct, variables);
     if (!args) return next();

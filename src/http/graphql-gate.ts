@@ -2,6 +2,7 @@ import {
   GraphQLError, Kind, getOperationAST, parse, specifiedRules, validate, visit,
   type DocumentNode, type FieldNode, type FragmentDefinitionNode, type GraphQLSchema, type OperationDefinitionNode, type SelectionSetNode,
 } from "postgraphile/graphql";
+import { GraphQLSpecifiedErrorBehaviors } from "postgraphile/grafast";
 import { errorBody } from "./errors.js";
 import { noteErrorToCaller, scopeOf } from "./request-scope.js";
 import { isJsonBody, sendJson, type HttpRequest, type HttpResponse, type Next } from "./node-http.js";
@@ -46,7 +47,8 @@ interface Checked {
 
 /**
  * Admits one GraphQL request: a JSON object body (no batched arrays) with a `query` that parses
- * within QUERY_LIMITS.maxTokens and `variables` an object within its limits (else HTTP 400); a
+ * within QUERY_LIMITS.maxTokens, `variables` an object within its limits, `onError` one of
+ * GraphQL's error behaviours and `extensions` an object (else HTTP 400); a
  * query within QUERY_LIMITS, valid against the schema, with no NUL character or unpaired
  * surrogate in any string (else HTTP 200 with errors); and credentials for any data field (else
  * `Authentication Required.`, nothing run).
@@ -78,12 +80,20 @@ export function graphqlGate(getSchema: () => GraphQLSchema, bodyLimitBytes: numb
     if (typeof body !== "object" || body === null || typeof (body as { query?: unknown }).query !== "string") {
       return sendJson(res, 400, errorBody("The request body must be a JSON object with a query string.", "BAD_USER_INPUT"));
     }
-    const { query, operationName, variables } = body as { query: string; operationName?: unknown; variables?: unknown };
+    const { query, operationName, variables, onError, extensions } = body as { query: string; operationName?: unknown; variables?: unknown;
+      onError?: unknown; extensions?: unknown };
     if (variables != null && (typeof variables !== "object" || Array.isArray(variables))) {
       return sendJson(res, 400, errorBody("variables must be a JSON object.", "BAD_USER_INPUT"));
     }
     if (operationName != null && typeof operationName !== "string") {
       return sendJson(res, 400, errorBody("operationName must be a string.", "BAD_USER_INPUT"));
+    }
+    // The request's error behaviour (GraphQL over HTTP): what GraphQL execution accepts, or nothing runs.
+    if (onError != null && !(GraphQLSpecifiedErrorBehaviors as readonly unknown[]).includes(onError)) {
+      return sendJson(res, 400, errorBody(`onError must be one of ${GraphQLSpecifiedErrorBehaviors.join(", ")}.`, "BAD_USER_INPUT"));
+    }
+    if (extensions != null && (typeof extensions !== "object" || Array.isArray(extensions))) {
+      return sendJson(res, 400, errorBody("extensions must be a JSON object.", "BAD_USER_INPUT"));
     }
     const scope = scopeOf(res);
     const checked = check(query);
