@@ -1,12 +1,10 @@
 import { createHash, randomUUID } from "node:crypto";
-import { postgraphile } from "postgraphile";
 import {
   buildSchema, execute, getNamedType, isObjectType, parse, printSchema, type GraphQLObjectType, type GraphQLSchema, type OperationDefinitionNode,
 } from "postgraphile/graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AppHandle } from "../src/http/app.js";
 import { loadConfig } from "../src/config.js";
-import { makePreset } from "../src/graphql/preset.js";
 import { settingsStatement } from "../src/db/sql-text.js";
 import { argumentsOf, compileDirectOperation, respond } from "../src/graphql/direct-operation.js";
 import { directReadResults } from "../src/metrics.js";
@@ -29,7 +27,6 @@ let h: Harness;
 let t: Tenant;
 let schema: GraphQLSchema;
 let plain: GraphQLSchema;
-let release: () => Promise<void>;
 /** The same service with DIRECT_READS=off. */
 let off: AppHandle;
 /** A request to the DIRECT_READS=off server, which must answer it without a direct read. */
@@ -45,9 +42,7 @@ beforeAll(async () => {
   h = await startHarness({ directReads: true });
   off = await h.secondApp({ directReads: false });
   t = await createTenant(h);
-  const pgl = postgraphile(makePreset(h.auth, { graphiql: false }));
-  schema = await pgl.getSchema();
-  release = async () => { await pgl.release(); };
+  schema = h.handle.schema;
   // The same types with graphql-js's default resolvers: each field is its JSON property.
   plain = buildSchema(printSchema(schema));
 
@@ -84,7 +79,6 @@ beforeAll(async () => {
   ids.receiptId = attached.receiptId;
 });
 afterAll(async () => {
-  await release?.();
   await h?.close();
 });
 

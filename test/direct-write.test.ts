@@ -1,10 +1,8 @@
-import { postgraphile } from "postgraphile";
 import request from "supertest";
 import { parse, type GraphQLSchema, type OperationDefinitionNode } from "postgraphile/graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AppHandle } from "../src/http/app.js";
 import { loadConfig } from "../src/config.js";
-import { makePreset } from "../src/graphql/preset.js";
 import { compileDirectOperation, executeOver, respond } from "../src/graphql/direct-operation.js";
 import { maskError } from "../src/http/errors.js";
 import { directWriteResults } from "../src/metrics.js";
@@ -23,7 +21,6 @@ import { accountsOf, call, CLASSIFY, CONFIRM, CREATE, createEvent, EVENT_FIELDS,
 let h: Harness;
 let t: Tenant;
 let schema: GraphQLSchema;
-let release: () => Promise<void>;
 let off: AppHandle;
 let acc: Record<string, string>;
 
@@ -32,12 +29,9 @@ beforeAll(async () => {
   off = await h.secondApp({ directWrites: false });
   t = await createTenant(h);
   acc = await accountsOf(h, t);
-  const pgl = postgraphile(makePreset(h.auth, { graphiql: false }));
-  schema = await pgl.getSchema();
-  release = async () => { await pgl.release(); };
+  schema = h.handle.schema;
 });
 afterAll(async () => {
-  await release?.();
   await h?.close();
 });
 

@@ -1,8 +1,6 @@
 import { readFileSync } from "node:fs";
-import { postgraphile } from "postgraphile";
 import { getNamedType, isObjectType, printSchema, type GraphQLNamedType, type GraphQLSchema } from "postgraphile/graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makePreset } from "../src/graphql/preset.js";
 import { SCHEMA_FILE, printedSchema } from "../src/graphql/schema-file.js";
 import { GENERAL_LEDGER_FIELD } from "../plugins/general-ledger.js";
 import { startHarness, type Harness } from "./helpers/harness.js";
@@ -14,15 +12,11 @@ import { startHarness, type Harness } from "./helpers/harness.js";
  */
 let h: Harness;
 let schema: GraphQLSchema;
-let release: () => Promise<void>;
 beforeAll(async () => {
   h = await startHarness();
-  const pgl = postgraphile(makePreset(h.auth, { graphiql: false }));
-  schema = await pgl.getSchema();
-  release = async () => { await pgl.release(); };
+  schema = h.handle.schema;
 });
 afterAll(async () => {
-  await release?.();
   await h?.close();
 });
 

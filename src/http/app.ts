@@ -2,6 +2,7 @@ import { createServer, type RequestListener, type Server } from "node:http";
 import bytes from "bytes";
 import express, { type Request, type Response } from "express";
 import { postgraphile } from "postgraphile";
+import type { GraphQLSchema } from "postgraphile/graphql";
 import { makePreset } from "../graphql/preset.js";
 import type { Config } from "../config.js";
 import { logger } from "../logger.js";
@@ -33,6 +34,8 @@ export interface AppHandle {
   /** Every request: /graphql to its endpoint, the rest to Express. */
   app: RequestListener;
   server: Server;
+  /** The GraphQL schema it serves. */
+  schema: GraphQLSchema;
   close(): Promise<void>;
 }
 
@@ -126,6 +129,7 @@ export async function makeApp(config: Config, pools: Pools, options: AppOptions 
   return {
     app: listener,
     server,
+    schema,
     // Releasing the PostGraphile instance releases its grafserv too.
     close: async () => {
       await pgl.release();
