@@ -4,13 +4,13 @@ import {
 } from "postgraphile/graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AppHandle } from "../src/http/app.js";
-import { loadConfig } from "../src/config.js";
 import { settingsStatement } from "../src/db/sql-text.js";
 import { argumentsOf, compileDirectOperation, respond } from "../src/graphql/direct-operation.js";
 import { directReadResults } from "../src/metrics.js";
 import { pgSettingsFor } from "../src/db/identity.js";
 import { runOperation, SQL_READ } from "../plugins/sql-operations.js";
 import { createStorage } from "../src/storage/index.js";
+import { byExecution, expectOnUnlessOff } from "./helpers/direct-operations.js";
 import { createTenant, gqlTo, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { accountsOf, bookEvent, call, CONFIRM, createEvent } from "./ledger-fixtures.js";
 
@@ -144,17 +144,9 @@ async function graphqlJs(fieldName: string, query: string, variables: Record<str
   return executed;
 }
 
-/** The same document, which the direct path leaves to GraphQL execution: `@include(if: true)` on its root field. */
-function byExecution(query: string, field: string): string {
-  const end = query.indexOf(") {", query.indexOf(field));
-  return `${query.slice(0, end + 1)} @include(if: true)${query.slice(end + 1)}`;
-}
-
 describe("direct reads", () => {
   it("are on unless DIRECT_READS=off", () => {
-    expect(loadConfig({}).directReads).toBe(true);
-    expect(loadConfig({ DIRECT_READS: "off" }).directReads).toBe(false);
-    expect(() => loadConfig({ DIRECT_READS: "sometimes" })).toThrow('DIRECT_READS must be "on" or "off", got "sometimes".');
+    expectOnUnlessOff("DIRECT_READS", "directReads", "sometimes");
   });
 
   it("covers the contract's reads, and leaves the rest to GraphQL execution", () => {

@@ -2,13 +2,13 @@ import request from "supertest";
 import { parse, type GraphQLSchema, type OperationDefinitionNode } from "postgraphile/graphql";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { AppHandle } from "../src/http/app.js";
-import { loadConfig } from "../src/config.js";
 import { compileDirectOperation, executeOver, respond } from "../src/graphql/direct-operation.js";
 import { maskError } from "../src/http/errors.js";
 import { directWriteResults } from "../src/metrics.js";
 import { SQL_WRITE, TYPESCRIPT_OPERATIONS } from "../plugins/sql-operations.js";
+import { byExecution, expectOnUnlessOff } from "./helpers/direct-operations.js";
 import { createTenant, gqlTo, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
-import { accountsOf, call, CLASSIFY, CONFIRM, CREATE, createEvent, EVENT_FIELDS, eventRow, UPDATE } from "./ledger-fixtures.js";
+import { accountsOf, call, CLASSIFY, CONFIRM, CREATE, createEvent, eventRow, UPDATE } from "./ledger-fixtures.js";
 
 /**
  * Mutations answered straight from their SQL function's JSON (src/http/direct-operations.ts) run
@@ -38,12 +38,6 @@ afterAll(async () => {
 const counts = async () => Object.fromEntries((await directWriteResults.get()).values.map((v) => [v.labels.result, v.value]));
 const answered = async () => (await counts()).answered ?? 0;
 
-/** The same document, which the direct path leaves to GraphQL execution. */
-function byExecution(query: string, field: string): string {
-  const end = query.indexOf(") {", query.indexOf(field + "("));
-  return `${query.slice(0, end + 1)} @include(if: true)${query.slice(end + 1)}`;
-}
-
 /** New ids and times replaced: what two runs of the same mutation on the same kind of state share. */
 const ID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g;
 const TIME = /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)/g;
@@ -66,9 +60,7 @@ async function threeWays(query: string, field: string, prepare: () => Promise<Re
 
 describe("direct writes", () => {
   it("are on unless DIRECT_WRITES=off", () => {
-    expect(loadConfig({}).directWrites).toBe(true);
-    expect(loadConfig({ DIRECT_WRITES: "off" }).directWrites).toBe(false);
-    expect(() => loadConfig({ DIRECT_WRITES: "maybe" })).toThrow('DIRECT_WRITES must be "on" or "off", got "maybe".');
+    expectOnUnlessOff("DIRECT_WRITES", "directWrites", "maybe");
   });
 
   it("cover every mutation an SQL function serves, and leave the rest to GraphQL execution", () => {
