@@ -270,8 +270,10 @@ END)
   constraint documents_total_check CHECK ((total > (0)::numeric))
   CREATE INDEX documents_contact_idx ON app_public.documents USING btree (organization_id, contact_id, issue_date)
   CREATE INDEX documents_issued_idx ON app_public.documents USING btree (organization_id, kind, issue_date, id)
+  CREATE INDEX documents_journal_entry_idx ON app_public.documents USING btree (journal_entry_id) WHERE (journal_entry_id IS NOT NULL)
   CREATE INDEX documents_number_trgm_idx ON app_public.documents USING gin (number gin_trgm_ops)
   CREATE INDEX documents_owed_idx ON app_public.documents USING btree (organization_id, kind) INCLUDE (contact_id, issue_date, due_date, total, amount_paid) WHERE (status = ANY (ARRAY['open'::text, 'partially_paid'::text]))
+  CREATE INDEX documents_void_entry_idx ON app_public.documents USING btree (void_entry_id) WHERE (void_entry_id IS NOT NULL)
   CREATE UNIQUE INDEX documents_bill_number_key ON app_public.documents USING btree (organization_id, contact_id, lower(number)) WHERE (kind = 'bill'::text)
   CREATE UNIQUE INDEX documents_invoice_number_key ON app_public.documents USING btree (organization_id, lower(number)) WHERE (kind = 'invoice'::text)
   CREATE UNIQUE INDEX documents_organization_id_id_key ON app_public.documents USING btree (organization_id, id)
@@ -518,6 +520,7 @@ table app_public.ledger_events (row-level security, forced)
   CREATE INDEX ledger_events_payment_idx ON app_public.ledger_events USING btree (organization_id, payment_account_id, transaction_date)
   CREATE INDEX ledger_events_pending_idx ON app_public.ledger_events USING btree (organization_id, payment_account_id, transaction_date) WHERE (status = 'pending'::text)
   CREATE INDEX ledger_events_reference_idx ON app_public.ledger_events USING btree (organization_id, payment_account_id, reference) WHERE (reference IS NOT NULL)
+  CREATE INDEX ledger_events_reversal_entry_idx ON app_public.ledger_events USING btree (reversal_entry_id) WHERE (reversal_entry_id IS NOT NULL)
   CREATE UNIQUE INDEX ledger_events_backfill_key ON app_public.ledger_events USING btree (organization_id, backfill_id) WHERE (backfill_id IS NOT NULL)
   CREATE UNIQUE INDEX ledger_events_organization_id_id_key ON app_public.ledger_events USING btree (organization_id, id)
   CREATE UNIQUE INDEX ledger_events_pkey ON app_public.ledger_events USING btree (id)
@@ -3761,6 +3764,7 @@ $function$
 CREATE OR REPLACE FUNCTION app_private.post_journal_entries(event_ids uuid[], posting_date date DEFAULT NULL::date)
  RETURNS TABLE(event_id uuid, entry_id uuid)
  LANGUAGE plpgsql
+ SET plan_cache_mode TO 'force_generic_plan'
 AS $function$
 begin
   update app_public.ledger_events x set status = 'confirmed', journal_entry_id = app_private.uuid_v7()
