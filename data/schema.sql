@@ -3731,19 +3731,27 @@ begin
     into v_from, v_to from pg_temp.statement_rows s where not s.pending and s.event_id is null;
   if v_from is null then return; end if;
   return query select * from app_private.greedy_pairs((
-    select array_agg(row(s.row_index, e.id)::app_private.row_event_pair
-                     order by (s.reference is not null and e.reference = s.reference) desc,
-                              abs(s.transaction_date - e.transaction_date), s.row_index, e.created, e.id)
-      from pg_temp.statement_rows s
-      join app_public.ledger_events e
-        on e.organization_id = org and e.payment_account_id = payment_account and e.status = 'pending'
-       and e.direction = s.direction
-       and ((s.reference is not null and e.reference = s.reference)
-            or (e.transaction_date between v_from and v_to and e.functional_amount = s.amount
-                and app_private.merchant_key(e.merchant_name) = s.merchant_key
-                and abs(s.transaction_date - e.transaction_date) <= app_private.pending_settle_days()))
-     where not s.pending and s.event_id is null
-       and not exists (select 1 from pg_temp.statement_rows t where t.event_id = e.id)));
+    select array_agg(row(p.row_index, p.event_id)::app_private.row_event_pair
+                     order by p.same_reference desc, p.days, p.row_index, p.created, p.event_id)
+      from (
+        select s.row_index, e.id event_id, true same_reference, abs(s.transaction_date - e.transaction_date) days, e.created
+          from pg_temp.statement_rows s
+          join app_public.ledger_events e
+            on e.organization_id = org and e.payment_account_id = payment_account and e.status = 'pending'
+           and e.reference = s.reference and e.direction = s.direction
+         where not s.pending and s.event_id is null and s.reference is not null
+        union
+        select s.row_index, e.id, coalesce(e.reference = s.reference, false), abs(s.transaction_date - e.transaction_date), e.created
+          from pg_temp.statement_rows s
+          join app_public.ledger_events e
+            on e.organization_id = org and e.payment_account_id = payment_account and e.status = 'pending'
+           and e.transaction_date between v_from and v_to
+           and e.direction = s.direction and e.functional_amount = s.amount
+           and app_private.merchant_key(e.merchant_name) = s.merchant_key
+           and abs(s.transaction_date - e.transaction_date) <= app_private.pending_settle_days()
+         where not s.pending and s.event_id is null
+      ) p
+     where not exists (select 1 from pg_temp.statement_rows t where t.event_id = p.event_id)));
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 

@@ -168,4 +168,15 @@ describe("pending bank rows", () => {
       .toMatchObject({ importedCount: 0, skippedCount: 0, settledCount: 1 });
     expect((await events("SHOP")).map((e: any) => [e.status, e.d])).toEqual([["needs_review", "2026-09-13"], ["needs_review", "2026-09-12"]]);
   });
+
+  it("a posted row with a reference settles the pending event of that reference before a nearer one without a reference", async () => {
+    await importRows([
+      { transactionDate: "2026-10-01", description: "GAS STOP", amount: "-30.00", pending: true },
+      { transactionDate: "2026-09-28", description: "GAS STOP", amount: "-30.00", reference: "G-9", pending: true },
+    ]);
+    expect(await importRows([{ transactionDate: "2026-10-01", description: "GAS STOP", amount: "-30.00", reference: "G-9" }]))
+      .toMatchObject({ success: true, importedCount: 0, settledCount: 1 });
+    expect((await events("GAS STOP")).map((e: any) => [e.status, e.d, e.reference])).toEqual([
+      ["pending", "2026-10-01", null], ["needs_review", "2026-10-01", "G-9"]]);
+  });
 });
