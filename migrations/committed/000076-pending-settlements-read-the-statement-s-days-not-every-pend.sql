@@ -1,5 +1,5 @@
 --! Previous: sha1:0a4af72cc09e595b738e986bb63889156e347c7a
---! Hash: sha1:793c616c7a5689247829dc286a6f3977d15440f5
+--! Hash: sha1:cc331269fbe2a53ab3baf10330269dba6ceedf2e
 --! Message: Pending settlements read the statement's days, not every pending event of the account
 
 --! Included ledger/pending.sql
@@ -38,9 +38,10 @@ drop function if exists app_private.expired_pending(uuid, uuid);
 -- most once and none another row already matched: the same reference and direction first,
 -- whatever the days; else the same amount, direction and merchant within 5 days; the nearest days
 -- first (greedy_pairs). Two reads, one per way to match: the window reads only the pending events
--- of the statement's days (ledger_events_pending_idx) and joins them on their amount, not every
--- pending event of the account against every row, which an account with years of unsettled
--- pending events (the expiry task not run) made the slowest step of an import.
+-- dated from the first to the last unmatched row, 5 days either side (ledger_events_pending_idx),
+-- and joins them to the rows on amount, direction and merchant, rather than comparing every
+-- pending event of the account with every row, which an account with years of unsettled pending
+-- events (the expiry task not run) made the slowest step of an import.
 create or replace function app_private.pending_settlements(org uuid, payment_account uuid)
   returns table (row_index integer, event_id uuid)
   language plpgsql volatile as
