@@ -62,6 +62,17 @@ table app_public.account_daily_totals (row-level security, forced)
   CREATE UNIQUE INDEX account_daily_totals_pkey ON app_public.account_daily_totals USING btree (organization_id, account_id, day)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
 
+table app_public.account_monthly_totals (row-level security, forced)
+  column organization_id uuid not null
+  column account_id uuid not null
+  column month date not null
+  column debit numeric(20,2) not null default 0
+  column credit numeric(20,2) not null default 0
+  constraint account_monthly_totals_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint account_monthly_totals_pkey PRIMARY KEY (organization_id, account_id, month)
+  CREATE UNIQUE INDEX account_monthly_totals_pkey ON app_public.account_monthly_totals USING btree (organization_id, account_id, month)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT; reporting_reader: SELECT
+
 table app_public.accounts (row-level security, forced)
   column id uuid not null default gen_random_uuid()
   column organization_id uuid not null  grants: accounting_visitor: INSERT
@@ -459,6 +470,16 @@ table app_public.ledger_event_external_refs (row-level security, forced)
   CREATE UNIQUE INDEX ledger_event_external_refs_pkey ON app_public.ledger_event_external_refs USING btree (organization_id, event_id, external_system)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: INSERT, SELECT, UPDATE; reporting_reader: SELECT
 
+table app_public.ledger_event_monthly_counts (row-level security, forced)
+  column organization_id uuid not null
+  column month date not null
+  column status text not null
+  column n bigint not null default 0
+  constraint ledger_event_monthly_counts_organization_id_fkey FOREIGN KEY (organization_id) REFERENCES app_public.organizations(id) ON DELETE CASCADE
+  constraint ledger_event_monthly_counts_pkey PRIMARY KEY (organization_id, month, status)
+  CREATE UNIQUE INDEX ledger_event_monthly_counts_pkey ON app_public.ledger_event_monthly_counts USING btree (organization_id, month, status)
+  grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
+
 table app_public.ledger_events (row-level security, forced)
   column id uuid not null default app_private.uuid_v7()
   column organization_id uuid not null
@@ -560,6 +581,7 @@ table app_public.organizations (row-level security, forced)
   column date_order text not null default 'auto'::text  grants: accounting_visitor: UPDATE
   column lock_date date  grants: accounting_visitor: UPDATE
   column fiscal_year_start text not null default '01-01'::text  grants: accounting_visitor: UPDATE
+  column totals_rolled_through date
   constraint organizations_date_order_check CHECK ((date_order = ANY (ARRAY['auto'::text, 'DMY'::text, 'MDY'::text])))
   constraint organizations_fiscal_year_start_check CHECK (((fiscal_year_start ~ '^(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])$'::text) AND ((substr(fiscal_year_start, 4))::integer <=
 CASE substr(fiscal_year_start, 1, 2)
@@ -573,6 +595,7 @@ END)))
   constraint organizations_functional_currency_check CHECK ((functional_currency ~ '^[A-Z]{3}$'::text))
   constraint organizations_name_check CHECK (((length(btrim(name)) >= 1) AND (length(btrim(name)) <= 200)))
   constraint organizations_pkey PRIMARY KEY (id)
+  constraint organizations_totals_rolled_through_check CHECK ((totals_rolled_through = (date_trunc('month'::text, (totals_rolled_through)::timestamp without time zone))::date))
   CREATE UNIQUE INDEX organizations_name_key ON app_public.organizations USING btree (lower(name))
   CREATE UNIQUE INDEX organizations_pkey ON app_public.organizations USING btree (id)
   grants: <owner>: DELETE, INSERT, REFERENCES, SELECT, TRIGGER, TRUNCATE, UPDATE; accounting_visitor: SELECT
@@ -1105,12 +1128,9 @@ CREATE OR REPLACE FUNCTION app_private.account_balances(org uuid, as_of date DEF
  STABLE
 AS $function$
   select t.account_id,
-         case when a.classification in ('asset', 'expense') then sum(t.debit) - sum(t.credit)
-              else sum(t.credit) - sum(t.debit) end
-    from app_public.account_daily_totals t
+         case when a.classification in ('asset', 'expense') then t.debit - t.credit else t.credit - t.debit end
+    from app_private.account_totals(org, null, as_of) t
     join app_public.accounts a on a.id = t.account_id
-   where t.organization_id = org and t.day <= as_of
-   group by t.account_id, a.classification
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE; reporting_reader: EXECUTE
 
@@ -1132,6 +1152,27 @@ AS $function$ select jsonb_build_object('id', a.id, 'name', a.name, 'accountType
      'taxCode', (select app_private.tax_code_json(t) from app_public.tax_codes t where t.id = a.tax_code_id),
      'created', app_private.iso(a.created), 'updated', app_private.iso(a.updated)) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.account_totals(org uuid, first_day date, last_day date)
+ RETURNS TABLE(account_id uuid, debit numeric, credit numeric)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select x.account_id, sum(x.debit), sum(x.credit)
+    from app_private.rolled_period(org, account_totals.first_day, account_totals.last_day) p
+    cross join lateral (
+      select m.account_id, m.debit, m.credit from app_public.account_monthly_totals m
+       where m.organization_id = org and m.month >= p.rolled_from and m.month < p.rolled_to
+      union all
+      select t.account_id, t.debit, t.credit from app_public.account_daily_totals t
+       where t.organization_id = org and t.day >= p.first_day and t.day < p.rolled_from
+      union all
+      select t.account_id, t.debit, t.credit from app_public.account_daily_totals t
+       where t.organization_id = org and t.day >= p.rolled_to and t.day <= p.last_day
+    ) x
+   group by x.account_id
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE; reporting_reader: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.add_member(org uuid, member_email text, member_role text)
  RETURNS jsonb
@@ -1156,6 +1197,41 @@ begin
   return app_private.membership_json(m, u);
 end $function$
 -- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.add_monthly_account_totals(orgs uuid[], accounts uuid[], days date[], debits numeric[], credits numeric[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+begin
+  perform 1 from app_public.organizations o where o.id = any (orgs) order by o.id for key share;
+  insert into app_public.account_monthly_totals as t (organization_id, account_id, month, debit, credit)
+    select c.organization_id, c.account_id, date_trunc('month', c.day::timestamp)::date, sum(c.debit), sum(c.credit)
+      from unnest(orgs, accounts, days, debits, credits) c (organization_id, account_id, day, debit, credit)
+      join app_public.organizations o on o.id = c.organization_id and c.day < o.totals_rolled_through
+     group by 1, 2, 3 having sum(c.debit) <> 0 or sum(c.credit) <> 0 order by 1, 2, 3
+    on conflict (organization_id, account_id, month) do update
+      set debit = t.debit + excluded.debit, credit = t.credit + excluded.credit;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.add_monthly_event_counts(orgs uuid[], days date[], statuses text[], counts bigint[])
+ RETURNS void
+ LANGUAGE plpgsql
+ SECURITY DEFINER
+ SET search_path TO 'pg_catalog', 'app_public'
+AS $function$
+begin
+  perform 1 from app_public.organizations o where o.id = any (orgs) order by o.id for key share;
+  insert into app_public.ledger_event_monthly_counts as t (organization_id, month, status, n)
+    select c.organization_id, date_trunc('month', c.day::timestamp)::date, c.status, sum(c.n)
+      from unnest(orgs, days, statuses, counts) c (organization_id, day, status, n)
+      join app_public.organizations o on o.id = c.organization_id and c.day < o.totals_rolled_through
+     group by 1, 2, 3 having sum(c.n) <> 0 order by 1, 2, 3
+    on conflict (organization_id, month, status) do update set n = t.n + excluded.n;
+end $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.add_receipt_source(organization_id uuid, kind text, settings jsonb, receipt_source_id uuid, secret_sealed text)
  RETURNS jsonb
@@ -2112,12 +2188,9 @@ AS $function$
     select app_private.fiscal_year_start(o.fiscal_year_start, as_of) as day from app_public.organizations o where o.id = org
   ),
   sums as (
-    select t.account_id,
-           sum(t.debit - t.credit) as all_time,
-           sum(t.debit - t.credit) filter (where t.day >= (select day from year_start)) as this_year
-      from app_public.account_daily_totals t
-     where t.organization_id = org and t.day <= as_of
-     group by t.account_id
+    select t.account_id, t.debit - t.credit as all_time, y.debit - y.credit as this_year
+      from app_private.account_totals(org, null, as_of) t
+      left join app_private.account_totals(org, (select day from year_start), as_of) y on y.account_id = t.account_id
   ),
   accounts as (
     select a.id, a.name, a.classification, a.account_type,
@@ -2472,6 +2545,12 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.current_month_start()
+ RETURNS date
+ LANGUAGE sql
+AS $function$ select date_trunc('month', clock_timestamp() at time zone 'UTC')::date $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.delete_processor_imports(org uuid, batch_key text DEFAULT NULL::text, dry_run boolean DEFAULT false)
  RETURNS jsonb
  LANGUAGE plpgsql
@@ -2694,6 +2773,29 @@ begin
   return v_id;
 end $function$
 -- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.event_count(org uuid, statuses text[], first_day date, last_day date)
+ RETURNS bigint
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select coalesce(sum(x.n), 0)::bigint
+    from app_private.rolled_period(org, event_count.first_day, event_count.last_day) p
+    cross join lateral (
+      select m.n from app_public.ledger_event_monthly_counts m
+       where m.organization_id = org and m.month >= p.rolled_from and m.month < p.rolled_to
+         and (statuses is null or m.status = any (statuses))
+      union all
+      select c.n from app_public.ledger_event_daily_counts c
+       where c.organization_id = org and c.day >= p.first_day and c.day < p.rolled_from
+         and (statuses is null or c.status = any (statuses))
+      union all
+      select c.n from app_public.ledger_event_daily_counts c
+       where c.organization_id = org and c.day >= p.rolled_to and c.day <= p.last_day
+         and (statuses is null or c.status = any (statuses))
+    ) x
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.event_for_link(event_id uuid)
  RETURNS app_public.ledger_events
@@ -3499,6 +3601,13 @@ CREATE OR REPLACE FUNCTION app_private.money(amount numeric)
 AS $function$ select amount::numeric(20,2)::text $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.monthly_totals_key(org uuid)
+ RETURNS bigint
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$ select hashtextextended('accounting-api:monthly-totals:' || org::text, 0) $function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.new_api_key_secret()
  RETURNS text
  LANGUAGE plpgsql
@@ -3761,13 +3870,10 @@ CREATE OR REPLACE FUNCTION app_private.period_totals(org uuid, period daterange)
  STABLE
 AS $function$
   select a.id, a.name, a.classification,
-         case when a.classification = 'revenue' then sum(t.credit) - sum(t.debit) else sum(t.debit) - sum(t.credit) end
-    from app_public.account_daily_totals t
+         case when a.classification = 'revenue' then t.credit - t.debit else t.debit - t.credit end
+    from app_private.account_totals(org, lower(period), upper(period) - 1) t
     join app_public.accounts a on a.id = t.account_id
-   where t.organization_id = org and t.day >= lower(period) and t.day < upper(period)
-     and a.classification in ('revenue', 'expense')
-   group by a.id, a.name, a.classification
-  having sum(t.debit) <> 0 or sum(t.credit) <> 0
+   where a.classification in ('revenue', 'expense') and (t.debit <> 0 or t.credit <> 0)
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -4289,11 +4395,17 @@ declare
   v_counts_wrong bigint;
   v_tax_kept bigint;
   v_tax_wrong bigint;
+  v_month_totals_kept bigint;
+  v_month_totals_wrong bigint;
+  v_month_counts_kept bigint;
+  v_month_counts_wrong bigint;
+  v_through date;
 begin
   if current_setting('transaction_isolation') not in ('repeatable read', 'serializable') then
     perform app_private.fail('rebuild_daily_totals must run in a repeatable read transaction.');
   end if;
-  if not exists (select 1 from app_public.organizations o where o.id = org) then
+  select o.totals_rolled_through into v_through from app_public.organizations o where o.id = org for key share;
+  if not found then
     perform app_private.fail('Organization Not Found.', 'AP404');
   end if;
 
@@ -4302,7 +4414,8 @@ begin
   -- avoids a deadlock, but then the job, not a user's request, is the one that fails).
   perform set_config('lock_timeout', '200ms', true);
   drop table if exists pg_temp.rebuilt_totals, pg_temp.wrong_totals, pg_temp.rebuilt_counts, pg_temp.wrong_counts,
-    pg_temp.rebuilt_tax, pg_temp.wrong_tax;
+    pg_temp.rebuilt_tax, pg_temp.wrong_tax, pg_temp.rebuilt_month_totals, pg_temp.wrong_month_totals,
+    pg_temp.rebuilt_month_counts, pg_temp.wrong_month_counts;
 
   create temporary table rebuilt_totals on commit drop as
     select l.account_id, l.txn_date as day, sum(l.debit) as debit, sum(l.credit) as credit
@@ -4322,6 +4435,27 @@ begin
       from rebuilt_counts r
       full join (select * from app_public.ledger_event_daily_counts k where k.organization_id = org) c
         on c.day = r.day and c.status = r.status
+     where coalesce(r.n, 0) <> coalesce(c.n, 0);
+
+  -- The rolled months: what their days sum to.
+  create temporary table rebuilt_month_totals on commit drop as
+    select r.account_id, date_trunc('month', r.day::timestamp)::date as month, sum(r.debit) as debit, sum(r.credit) as credit
+      from rebuilt_totals r where r.day < v_through group by 1, 2;
+  create temporary table wrong_month_totals on commit drop as
+    select coalesce(r.account_id, t.account_id) as account_id, coalesce(r.month, t.month) as month,
+           coalesce(r.debit, 0) as debit, coalesce(r.credit, 0) as credit
+      from rebuilt_month_totals r
+      full join (select * from app_public.account_monthly_totals k where k.organization_id = org) t
+        on t.account_id = r.account_id and t.month = r.month
+     where coalesce(r.debit, 0) <> coalesce(t.debit, 0) or coalesce(r.credit, 0) <> coalesce(t.credit, 0);
+  create temporary table rebuilt_month_counts on commit drop as
+    select date_trunc('month', r.day::timestamp)::date as month, r.status, sum(r.n) as n
+      from rebuilt_counts r where r.day < v_through group by 1, 2;
+  create temporary table wrong_month_counts on commit drop as
+    select coalesce(r.month, c.month) as month, coalesce(r.status, c.status) as status, coalesce(r.n, 0) as n
+      from rebuilt_month_counts r
+      full join (select * from app_public.ledger_event_monthly_counts k where k.organization_id = org) c
+        on c.month = r.month and c.status = r.status
      where coalesce(r.n, 0) <> coalesce(c.n, 0);
 
   -- As tg_journal_lines__sales_tax keeps them: an entry counts once per tax type, a reversal -1.
@@ -4355,19 +4489,31 @@ begin
     select org, w.day, w.tax_type, w.collected, w.itcs, w.events from wrong_tax w order by 2, 3
     on conflict (organization_id, day, tax_type) do update
       set collected = excluded.collected, input_tax_credits = excluded.input_tax_credits, events = excluded.events;
+  insert into app_public.account_monthly_totals as t (organization_id, account_id, month, debit, credit)
+    select org, w.account_id, w.month, w.debit, w.credit from wrong_month_totals w order by 2, 3
+    on conflict (organization_id, account_id, month) do update set debit = excluded.debit, credit = excluded.credit;
+  insert into app_public.ledger_event_monthly_counts as t (organization_id, month, status, n)
+    select org, w.month, w.status, w.n from wrong_month_counts w order by 2, 3
+    on conflict (organization_id, month, status) do update set n = excluded.n;
   select count(*) into v_totals_kept from rebuilt_totals;
   select count(*) into v_totals_wrong from wrong_totals;
   select count(*) into v_counts_kept from rebuilt_counts;
   select count(*) into v_counts_wrong from wrong_counts;
   select count(*) into v_tax_kept from rebuilt_tax;
   select count(*) into v_tax_wrong from wrong_tax;
+  select count(*) into v_month_totals_kept from rebuilt_month_totals;
+  select count(*) into v_month_totals_wrong from wrong_month_totals;
+  select count(*) into v_month_counts_kept from rebuilt_month_counts;
+  select count(*) into v_month_counts_wrong from wrong_month_counts;
 
   return jsonb_build_object(
     'organizationId', org,
-    'equal', v_totals_wrong = 0 and v_counts_wrong = 0 and v_tax_wrong = 0,
+    'equal', v_totals_wrong = 0 and v_counts_wrong = 0 and v_tax_wrong = 0 and v_month_totals_wrong = 0 and v_month_counts_wrong = 0,
     'accountDays', v_totals_kept, 'accountDaysRepaired', v_totals_wrong,
     'statusDays', v_counts_kept, 'statusDaysRepaired', v_counts_wrong,
     'salesTaxDays', v_tax_kept, 'salesTaxDaysRepaired', v_tax_wrong,
+    'accountMonths', v_month_totals_kept, 'accountMonthsRepaired', v_month_totals_wrong,
+    'statusMonths', v_month_counts_kept, 'statusMonthsRepaired', v_month_counts_wrong,
     'ms', round(extract(epoch from clock_timestamp() - started) * 1000));
 end $function$
 -- grants: <owner>: EXECUTE
@@ -4895,6 +5041,86 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE PROCEDURE app_private.roll_up_all_monthly_totals(INOUT rolled integer DEFAULT 0, INOUT left_for_later integer DEFAULT 0)
+ LANGUAGE plpgsql
+AS $procedure$
+declare
+  v_org uuid;
+  v_through date := app_private.current_month_start();
+begin
+  rolled := 0;
+  left_for_later := 0;
+  for v_org in select o.id from app_public.organizations o
+                where o.totals_rolled_through is null or o.totals_rolled_through < v_through order by o.id loop
+    -- Taken between two changes of the organization: a few tries, a tenth of a second apart.
+    for attempt in 1..10 loop
+      begin
+        perform app_private.roll_up_monthly_totals(v_org, v_through);
+        rolled := rolled + 1;
+        exit;
+      exception when lock_not_available then
+        if attempt = 10 then left_for_later := left_for_later + 1; else perform pg_sleep(0.1); end if;
+      end;
+    end loop;
+    commit;
+  end loop;
+end $procedure$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.roll_up_monthly_totals(org uuid, through date DEFAULT app_private.current_month_start())
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare
+  v_from date;
+  n integer;
+begin
+  if through is distinct from date_trunc('month', through::timestamp)::date then
+    perform app_private.fail('Monthly totals are rolled up through the first day of a month.');
+  end if;
+  if through > app_private.current_month_start() then
+    perform app_private.fail('Monthly totals are rolled up through the current month''s first day at the latest.');
+  end if;
+  if not pg_try_advisory_xact_lock(app_private.monthly_totals_key(org)) then
+    raise exception 'The organization''s totals are being changed; try again.' using errcode = 'lock_not_available';
+  end if;
+  select o.totals_rolled_through into v_from from app_public.organizations o where o.id = org for update nowait;
+  if not found or v_from >= through then return 0; end if;
+  insert into app_public.account_monthly_totals (organization_id, account_id, month, debit, credit)
+    select org, t.account_id, date_trunc('month', t.day::timestamp)::date, sum(t.debit), sum(t.credit)
+      from app_public.account_daily_totals t
+     where t.organization_id = org and t.day >= coalesce(v_from, '-infinity'::date) and t.day < through
+     group by 2, 3 having sum(t.debit) <> 0 or sum(t.credit) <> 0 order by 2, 3;
+  get diagnostics n = row_count;
+  insert into app_public.ledger_event_monthly_counts (organization_id, month, status, n)
+    select org, date_trunc('month', c.day::timestamp)::date, c.status, sum(c.n)
+      from app_public.ledger_event_daily_counts c
+     where c.organization_id = org and c.day >= coalesce(v_from, '-infinity'::date) and c.day < through
+     group by 2, 3 having sum(c.n) <> 0 order by 2, 3;
+  update app_public.organizations o set totals_rolled_through = through where o.id = org;
+  return n;
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.rolled_period(org uuid, first_day date, last_day date)
+ RETURNS TABLE(first_day date, rolled_from date, rolled_to date, last_day date)
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select f, case when lo < hi then lo else f end, case when lo < hi then hi else f end, l
+    from (select coalesce(rolled_period.first_day, '-infinity'::date) as f,
+                 coalesce(rolled_period.last_day, 'infinity'::date) as l,
+                 -- The first month that starts on or after the first day.
+                 case when rolled_period.first_day is null then '-infinity'::date
+                      else (date_trunc('month', (rolled_period.first_day - 1)::timestamp) + interval '1 month')::date end as lo,
+                 -- The end of the last month that ends on or before the last day, or of the rolled ones.
+                 case when o.totals_rolled_through is null then '-infinity'::date
+                      when rolled_period.last_day is null then o.totals_rolled_through
+                      else least(o.totals_rolled_through, date_trunc('month', (rolled_period.last_day + 1)::timestamp)::date) end as hi
+            from app_public.organizations o where o.id = org) x
+$function$
+-- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE; reporting_reader: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.round_half_even(value numeric)
  RETURNS numeric
  LANGUAGE sql
@@ -5065,8 +5291,8 @@ CREATE OR REPLACE FUNCTION app_private.sales_tax_return_lines(org uuid, period d
  STABLE
 AS $function$
   select (select coalesce(sum(t.credit) - sum(t.debit), 0)
-            from app_public.account_daily_totals t join app_public.accounts a on a.id = t.account_id
-           where t.organization_id = org and t.day >= lower(period) and t.day < upper(period) and a.classification = 'revenue'),
+            from app_private.account_totals(org, lower(period), upper(period) - 1) t join app_public.accounts a on a.id = t.account_id
+           where a.classification = 'revenue'),
          coalesce(sum(s.collected), 0), coalesce(sum(s.input_tax_credits), 0), coalesce(sum(s.events), 0)
     from app_public.sales_tax_daily_totals s
    where s.organization_id = org and s.day >= lower(period) and s.day < upper(period)
@@ -5617,31 +5843,65 @@ CREATE OR REPLACE FUNCTION app_private.tg_journal_lines__totals()
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app_public'
 AS $function$
+declare
+  v_first date; -- the earliest day whose totals the statement changed
 begin
+  -- The daily rows, each organization's advisory lock held, then the monthly ones when a day is
+  -- before the current month (monthly-totals.sql: only such a change takes the organization's row
+  -- and reads how far its months are rolled).
   if tg_op = 'INSERT' then
-    insert into app_public.account_daily_totals as t (organization_id, account_id, day, debit, credit)
-      select organization_id, account_id, txn_date, sum(debit), sum(credit)
-        from new_rows where not voided group by 1, 2, 3 order by 1, 2, 3
-      on conflict (organization_id, account_id, day) do update
-        set debit = t.debit + excluded.debit, credit = t.credit + excluded.credit;
+    with daily as (
+      insert into app_public.account_daily_totals as t (organization_id, account_id, day, debit, credit)
+        select organization_id, account_id, txn_date, sum(debit), sum(credit)
+          from new_rows where not voided group by 1, 2, 3 order by 1, 2, 3
+        on conflict (organization_id, account_id, day) do update
+          set debit = t.debit + excluded.debit, credit = t.credit + excluded.credit
+        returning t.organization_id, t.day)
+    select min(d.day) into v_first
+      from daily d, lateral (select pg_advisory_xact_lock_shared(app_private.monthly_totals_key(d.organization_id))) l;
+    if v_first < app_private.current_month_start() then
+      perform app_private.add_monthly_account_totals(array_agg(organization_id), array_agg(account_id), array_agg(txn_date),
+                array_agg(debit), array_agg(credit))
+         from new_rows where not voided;
+    end if;
   elsif tg_op = 'UPDATE' then
-    insert into app_public.account_daily_totals as t (organization_id, account_id, day, debit, credit)
-      select organization_id, account_id, txn_date, sum(debit), sum(credit) from (
-        select organization_id, account_id, txn_date, debit, credit from new_rows where not voided
-        union all
-        select organization_id, account_id, txn_date, -debit, -credit from old_rows where not voided) x
-      group by 1, 2, 3 having sum(debit) <> 0 or sum(credit) <> 0 order by 1, 2, 3
-      on conflict (organization_id, account_id, day) do update
-        set debit = t.debit + excluded.debit, credit = t.credit + excluded.credit;
+    with daily as (
+      insert into app_public.account_daily_totals as t (organization_id, account_id, day, debit, credit)
+        select organization_id, account_id, txn_date, sum(debit), sum(credit) from (
+          select organization_id, account_id, txn_date, debit, credit from new_rows where not voided
+          union all
+          select organization_id, account_id, txn_date, -debit, -credit from old_rows where not voided) x
+        group by 1, 2, 3 having sum(debit) <> 0 or sum(credit) <> 0 order by 1, 2, 3
+        on conflict (organization_id, account_id, day) do update
+          set debit = t.debit + excluded.debit, credit = t.credit + excluded.credit
+        returning t.organization_id, t.day)
+    select min(d.day) into v_first
+      from daily d, lateral (select pg_advisory_xact_lock_shared(app_private.monthly_totals_key(d.organization_id))) l;
+    if v_first < app_private.current_month_start() then
+      perform app_private.add_monthly_account_totals(array_agg(organization_id), array_agg(account_id), array_agg(txn_date),
+                array_agg(debit), array_agg(credit))
+         from (select organization_id, account_id, txn_date, debit, credit from new_rows where not voided
+               union all
+               select organization_id, account_id, txn_date, -debit, -credit from old_rows where not voided) x;
+    end if;
   else
-    insert into app_public.account_daily_totals as t (organization_id, account_id, day, debit, credit)
-      select organization_id, account_id, txn_date, -sum(debit), -sum(credit)
-        from old_rows r where not voided
-         -- Rows of an organization being deleted go with it.
-         and exists (select 1 from app_public.organizations o where o.id = r.organization_id)
-       group by 1, 2, 3 order by 1, 2, 3
-      on conflict (organization_id, account_id, day) do update
-        set debit = t.debit + excluded.debit, credit = t.credit + excluded.credit;
+    with daily as (
+      insert into app_public.account_daily_totals as t (organization_id, account_id, day, debit, credit)
+        select organization_id, account_id, txn_date, -sum(debit), -sum(credit)
+          from old_rows r where not voided
+           -- Rows of an organization being deleted go with it.
+           and exists (select 1 from app_public.organizations o where o.id = r.organization_id)
+         group by 1, 2, 3 order by 1, 2, 3
+        on conflict (organization_id, account_id, day) do update
+          set debit = t.debit + excluded.debit, credit = t.credit + excluded.credit
+        returning t.organization_id, t.day)
+    select min(d.day) into v_first
+      from daily d, lateral (select pg_advisory_xact_lock_shared(app_private.monthly_totals_key(d.organization_id))) l;
+    if v_first < app_private.current_month_start() then
+      perform app_private.add_monthly_account_totals(array_agg(organization_id), array_agg(account_id), array_agg(txn_date),
+                array_agg(-debit), array_agg(-credit))
+         from old_rows where not voided;
+    end if;
   end if;
   return null;
 end $function$
@@ -5755,26 +6015,59 @@ CREATE OR REPLACE FUNCTION app_private.tg_ledger_events__counts()
  SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app_public'
 AS $function$
+declare
+  v_first date; -- the earliest day whose counts the statement changed
 begin
+  -- The daily rows, each organization's advisory lock held, then the monthly ones when a day is
+  -- before the current month (monthly-totals.sql: only such a change takes the organization's row
+  -- and reads how far its months are rolled).
   if tg_op = 'INSERT' then
-    insert into app_public.ledger_event_daily_counts as t (organization_id, day, status, n)
-      select organization_id, transaction_date, status, count(*) from new_rows group by 1, 2, 3 order by 1, 2, 3
-      on conflict (organization_id, day, status) do update set n = t.n + excluded.n;
+    with daily as (
+      insert into app_public.ledger_event_daily_counts as t (organization_id, day, status, n)
+        select organization_id, transaction_date, status, count(*) from new_rows group by 1, 2, 3 order by 1, 2, 3
+        on conflict (organization_id, day, status) do update set n = t.n + excluded.n
+        returning t.organization_id, t.day)
+    select min(d.day) into v_first
+      from daily d, lateral (select pg_advisory_xact_lock_shared(app_private.monthly_totals_key(d.organization_id))) l;
+    if v_first < app_private.current_month_start() then
+      perform app_private.add_monthly_event_counts(array_agg(organization_id), array_agg(transaction_date), array_agg(status),
+                array_agg(1::bigint))
+         from new_rows;
+    end if;
   elsif tg_op = 'UPDATE' then
-    insert into app_public.ledger_event_daily_counts as t (organization_id, day, status, n)
-      select organization_id, d, s, sum(k) from (
-        select organization_id, transaction_date d, status s, 1 k from new_rows
-        union all
-        select organization_id, transaction_date, status, -1 from old_rows) x
-      group by 1, 2, 3 having sum(k) <> 0 order by 1, 2, 3
-      on conflict (organization_id, day, status) do update set n = t.n + excluded.n;
+    with daily as (
+      insert into app_public.ledger_event_daily_counts as t (organization_id, day, status, n)
+        select organization_id, d, s, sum(k) from (
+          select organization_id, transaction_date d, status s, 1 k from new_rows
+          union all
+          select organization_id, transaction_date, status, -1 from old_rows) x
+        group by 1, 2, 3 having sum(k) <> 0 order by 1, 2, 3
+        on conflict (organization_id, day, status) do update set n = t.n + excluded.n
+        returning t.organization_id, t.day)
+    select min(d.day) into v_first
+      from daily d, lateral (select pg_advisory_xact_lock_shared(app_private.monthly_totals_key(d.organization_id))) l;
+    if v_first < app_private.current_month_start() then
+      perform app_private.add_monthly_event_counts(array_agg(organization_id), array_agg(d), array_agg(s), array_agg(k))
+         from (select organization_id, transaction_date d, status s, 1::bigint k from new_rows
+               union all
+               select organization_id, transaction_date, status, -1 from old_rows) x;
+    end if;
   else
-    insert into app_public.ledger_event_daily_counts as t (organization_id, day, status, n)
-      select organization_id, transaction_date, status, -count(*) from old_rows r
-       -- Rows of an organization being deleted go with it.
-       where exists (select 1 from app_public.organizations o where o.id = r.organization_id)
-       group by 1, 2, 3 order by 1, 2, 3
-      on conflict (organization_id, day, status) do update set n = t.n + excluded.n;
+    with daily as (
+      insert into app_public.ledger_event_daily_counts as t (organization_id, day, status, n)
+        select organization_id, transaction_date, status, -count(*) from old_rows r
+         -- Rows of an organization being deleted go with it.
+         where exists (select 1 from app_public.organizations o where o.id = r.organization_id)
+         group by 1, 2, 3 order by 1, 2, 3
+        on conflict (organization_id, day, status) do update set n = t.n + excluded.n
+        returning t.organization_id, t.day)
+    select min(d.day) into v_first
+      from daily d, lateral (select pg_advisory_xact_lock_shared(app_private.monthly_totals_key(d.organization_id))) l;
+    if v_first < app_private.current_month_start() then
+      perform app_private.add_monthly_event_counts(array_agg(organization_id), array_agg(transaction_date), array_agg(status),
+                array_agg(-1::bigint))
+         from old_rows;
+    end if;
   end if;
   return null;
 end $function$
@@ -6823,8 +7116,7 @@ begin
   select coalesce(sum(total) filter (where classification = 'revenue'), 0),
          coalesce(sum(total) filter (where classification = 'expense'), 0)
     into revenue, expenses from app_private.period_totals(organization_id, period);
-  select coalesce(sum(n), 0) into unreviewed from app_public.ledger_event_daily_counts c
-   where c.organization_id = dashboard_summary.organization_id and c.status = 'needs_review';
+  unreviewed := app_private.event_count(organization_id, array['needs_review'], null, null);
   return jsonb_build_object('totalRevenue', app_private.money(revenue), 'totalExpenses', app_private.money(expenses),
     'netIncome', app_private.money(revenue - expenses),
     'receiptCount', app_private.receipt_count(organization_id, period),
@@ -7406,13 +7698,10 @@ begin
       else ' and exists (select 1 from app_public.reconciliation_clearings k where k.event_id = e.id and k.reconciliation_id = ($14).id)' end;
   end if;
 
-  -- The total: from the per-day status counts when only status and dates filter, else counted.
+  -- The total: from the status counts by month and day when only status and dates filter, else counted.
   if reconciliation_id is null and has_document is null and v_min is null and v_max is null and v_accounts is null and v_categories is null
      and v_payments is null and v_contacts is null and v_pattern is null then
-    select coalesce(sum(c.n), 0) into v_total from app_public.ledger_event_daily_counts c
-     where c.organization_id = list_ledger_events.organization_id
-       and (v_status is null or c.status = any (v_status))
-       and (v_from is null or c.day >= v_from) and (v_to is null or c.day <= v_to);
+    v_total := app_private.event_count(list_ledger_events.organization_id, v_status, v_from, v_to);
   else
     execute 'select count(*) from app_public.ledger_events e where e.organization_id = $1' || v_where
       into v_total
@@ -8645,6 +8934,10 @@ policy account_daily_totals_tenant on app_public.account_daily_totals for all to
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
 
+policy account_monthly_totals_tenant on app_public.account_monthly_totals for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
 policy accounts_tenant on app_public.accounts for all to public
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
@@ -8715,6 +9008,10 @@ policy ledger_event_daily_counts_tenant on app_public.ledger_event_daily_counts 
   with check (organization_id = app_public.current_organization_id());
 
 policy ledger_event_external_refs_tenant on app_public.ledger_event_external_refs for all to public
+  using (organization_id = app_public.current_organization_id())
+  with check (organization_id = app_public.current_organization_id());
+
+policy ledger_event_monthly_counts_tenant on app_public.ledger_event_monthly_counts for all to public
   using (organization_id = app_public.current_organization_id())
   with check (organization_id = app_public.current_organization_id());
 

@@ -21,7 +21,7 @@ const fixtureText = (file: string) => readFileSync(path.join(FIXTURES, file), "u
 function definitions(): Map<string, string[]> {
   const found = new Map<string, string[]>();
   const patterns: [string, RegExp][] = [
-    ["function", /^\s*create\s+or\s+replace\s+function\s+([a-z_]+\.[a-z_0-9]+)\s*\(/gim],
+    ["function", /^\s*create\s+or\s+replace\s+(?:function|procedure)\s+([a-z_]+\.[a-z_0-9]+)\s*\(/gim],
     ["trigger", /^\s*create\s+(?:constraint\s+)?trigger\s+([a-z_0-9]+)\s[\s\S]*?\son\s+([a-z_]+\.[a-z_0-9]+)/gim],
     ["policy", /^\s*create\s+policy\s+([a-z_0-9]+)\s+on\s+([a-z_]+\.[a-z_0-9]+)/gim],
     ["view", /^\s*create\s+or\s+replace\s+view\s+([a-z_]+\.[a-z_0-9]+)/gim],

@@ -34,6 +34,16 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
       await helpers.withPgClient((client) => client.query("select app_private.purge_expired()"));
     },
 
+    // Nightly: every organization's months before the current one summed a row a month
+    // (migrations/fixtures/ledger/monthly-totals.sql), each in a transaction of its own; one
+    // whose postings hold its row longer than 2 s is left for the next night. Only months not
+    // rolled yet are read: on most nights there are none.
+    async roll_up_monthly_totals(_payload, helpers) {
+      const { rows: [r] } = await helpers.withPgClient((client) =>
+        client.query<{ rolled: number; left_for_later: number }>("call app_private.roll_up_all_monthly_totals()"));
+      if (r.rolled || r.left_for_later) helpers.logger.info(`roll_up_monthly_totals: ${r.rolled} organizations rolled up, ${r.left_for_later} left for the next run`);
+    },
+
     // A processor export already in storage (docs/api.md, Processor imports), enqueued by
     // `import_processor_balance --enqueue` or from SQL. One transaction and the unique source
     // index: a retry after a crash creates nothing twice.
@@ -100,7 +110,8 @@ export const taskList: TaskList = tasksFor(() => createStorage(loadConfig()));
 export const LANES = {
   quick: ["purge_expired", QUEUE_SOURCE_SCANS_TASK, MATCH_RECEIPTS_TASK, DELIVER_WEBHOOKS_TASK, DELIVER_WEBHOOK_TASK, REEXTRACT_RECEIPTS_TASK],
   reading: [EXTRACT_RECEIPT_TASK],
-  long: [SCAN_MAILBOX_TASK, SCAN_CLOUD_DRIVE_TASK, PROCESSOR_IMPORT_TASK, REBUILD_DAILY_TOTALS_TASK],
+  long: [SCAN_MAILBOX_TASK, SCAN_CLOUD_DRIVE_TASK, PROCESSOR_IMPORT_TASK, REBUILD_DAILY_TOTALS_TASK, "roll_up_monthly_totals"],
 } as const;
 
-export const crontab = ["0 * * * * purge_expired ?max=1", `* * * * * ${QUEUE_SOURCE_SCANS_TASK} ?max=1`].join("\n");
+export const crontab = ["0 * * * * purge_expired ?max=1", `* * * * * ${QUEUE_SOURCE_SCANS_TASK} ?max=1`,
+  "15 0 * * * roll_up_monthly_totals ?max=1"].join("\n");
