@@ -1205,7 +1205,7 @@ CREATE OR REPLACE FUNCTION app_private.add_monthly_account_totals(orgs uuid[], a
  SET search_path TO 'pg_catalog', 'app_public'
 AS $function$
 begin
-  perform 1 from app_public.organizations o where o.id = any (orgs) order by o.id for key share;
+  perform 1 from app_public.organizations o where o.id = any (orgs) order by o.id for share;
   insert into app_public.account_monthly_totals as t (organization_id, account_id, month, debit, credit)
     select c.organization_id, c.account_id, date_trunc('month', c.day::timestamp)::date, sum(c.debit), sum(c.credit)
       from unnest(orgs, accounts, days, debits, credits) c (organization_id, account_id, day, debit, credit)
@@ -1214,7 +1214,7 @@ begin
     on conflict (organization_id, account_id, month) do update
       set debit = t.debit + excluded.debit, credit = t.credit + excluded.credit;
 end $function$
--- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.add_monthly_event_counts(orgs uuid[], days date[], statuses text[], counts bigint[])
  RETURNS void
@@ -1223,7 +1223,7 @@ CREATE OR REPLACE FUNCTION app_private.add_monthly_event_counts(orgs uuid[], day
  SET search_path TO 'pg_catalog', 'app_public'
 AS $function$
 begin
-  perform 1 from app_public.organizations o where o.id = any (orgs) order by o.id for key share;
+  perform 1 from app_public.organizations o where o.id = any (orgs) order by o.id for share;
   insert into app_public.ledger_event_monthly_counts as t (organization_id, month, status, n)
     select c.organization_id, date_trunc('month', c.day::timestamp)::date, c.status, sum(c.n)
       from unnest(orgs, days, statuses, counts) c (organization_id, day, status, n)
@@ -1231,7 +1231,7 @@ begin
      group by 1, 2, 3 having sum(c.n) <> 0 order by 1, 2, 3
     on conflict (organization_id, month, status) do update set n = t.n + excluded.n;
 end $function$
--- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.add_receipt_source(organization_id uuid, kind text, settings jsonb, receipt_source_id uuid, secret_sealed text)
  RETURNS jsonb
@@ -2190,7 +2190,8 @@ AS $function$
   sums as (
     select t.account_id, t.debit - t.credit as all_time, y.debit - y.credit as this_year
       from app_private.account_totals(org, null, as_of) t
-      left join app_private.account_totals(org, (select day from year_start), as_of) y on y.account_id = t.account_id
+      left join (select y.* from year_start s cross join lateral app_private.account_totals(org, s.day, as_of) y) y
+        on y.account_id = t.account_id
   ),
   accounts as (
     select a.id, a.name, a.classification, a.account_type,
@@ -2549,7 +2550,7 @@ CREATE OR REPLACE FUNCTION app_private.current_month_start()
  RETURNS date
  LANGUAGE sql
 AS $function$ select date_trunc('month', clock_timestamp() at time zone 'UTC')::date $function$
--- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.delete_processor_imports(org uuid, batch_key text DEFAULT NULL::text, dry_run boolean DEFAULT false)
  RETURNS jsonb
@@ -3606,7 +3607,7 @@ CREATE OR REPLACE FUNCTION app_private.monthly_totals_key(org uuid)
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$ select hashtextextended('accounting-api:monthly-totals:' || org::text, 0) $function$
--- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.new_api_key_secret()
  RETURNS text
@@ -3873,7 +3874,7 @@ AS $function$
          case when a.classification = 'revenue' then t.credit - t.debit else t.debit - t.credit end
     from app_private.account_totals(org, lower(period), upper(period) - 1) t
     join app_public.accounts a on a.id = t.account_id
-   where a.classification in ('revenue', 'expense') and (t.debit <> 0 or t.credit <> 0)
+   where a.classification in ('revenue', 'expense') and (t.debit <> 0 or t.credit <> 0) and not isempty(period)
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -4404,15 +4405,14 @@ begin
   if current_setting('transaction_isolation') not in ('repeatable read', 'serializable') then
     perform app_private.fail('rebuild_daily_totals must run in a repeatable read transaction.');
   end if;
-  select o.totals_rolled_through into v_through from app_public.organizations o where o.id = org for key share;
-  if not found then
-    perform app_private.fail('Organization Not Found.', 'AP404');
-  end if;
-
   -- A posting waits for no repair longer than this; the repair gives up first and the job is
   -- retried (postings take the totals and the counts in different orders, so no order of ours
   -- avoids a deadlock, but then the job, not a user's request, is the one that fails).
   perform set_config('lock_timeout', '200ms', true);
+  select o.totals_rolled_through into v_through from app_public.organizations o where o.id = org for share;
+  if not found then
+    perform app_private.fail('Organization Not Found.', 'AP404');
+  end if;
   drop table if exists pg_temp.rebuilt_totals, pg_temp.wrong_totals, pg_temp.rebuilt_counts, pg_temp.wrong_counts,
     pg_temp.rebuilt_tax, pg_temp.wrong_tax, pg_temp.rebuilt_month_totals, pg_temp.wrong_month_totals,
     pg_temp.rebuilt_month_counts, pg_temp.wrong_month_counts;
@@ -4489,11 +4489,15 @@ begin
     select org, w.day, w.tax_type, w.collected, w.itcs, w.events from wrong_tax w order by 2, 3
     on conflict (organization_id, day, tax_type) do update
       set collected = excluded.collected, input_tax_credits = excluded.input_tax_credits, events = excluded.events;
+  delete from app_public.account_monthly_totals t using wrong_month_totals w
+   where t.organization_id = org and t.account_id = w.account_id and t.month = w.month and w.debit = 0 and w.credit = 0;
   insert into app_public.account_monthly_totals as t (organization_id, account_id, month, debit, credit)
-    select org, w.account_id, w.month, w.debit, w.credit from wrong_month_totals w order by 2, 3
+    select org, w.account_id, w.month, w.debit, w.credit from wrong_month_totals w where w.debit <> 0 or w.credit <> 0 order by 2, 3
     on conflict (organization_id, account_id, month) do update set debit = excluded.debit, credit = excluded.credit;
+  delete from app_public.ledger_event_monthly_counts t using wrong_month_counts w
+   where t.organization_id = org and t.month = w.month and t.status = w.status and w.n = 0;
   insert into app_public.ledger_event_monthly_counts as t (organization_id, month, status, n)
-    select org, w.month, w.status, w.n from wrong_month_counts w order by 2, 3
+    select org, w.month, w.status, w.n from wrong_month_counts w where w.n <> 0 order by 2, 3
     on conflict (organization_id, month, status) do update set n = excluded.n;
   select count(*) into v_totals_kept from rebuilt_totals;
   select count(*) into v_totals_wrong from wrong_totals;
@@ -5048,6 +5052,9 @@ declare
   v_org uuid;
   v_through date := app_private.current_month_start();
 begin
+  if current_setting('transaction_isolation') <> 'read committed' then
+    perform app_private.fail('Monthly totals are rolled up in a read committed transaction.');
+  end if;
   rolled := 0;
   left_for_later := 0;
   for v_org in select o.id from app_public.organizations o
@@ -5058,8 +5065,14 @@ begin
         perform app_private.roll_up_monthly_totals(v_org, v_through);
         rolled := rolled + 1;
         exit;
-      exception when lock_not_available then
-        if attempt = 10 then left_for_later := left_for_later + 1; else perform pg_sleep(0.1); end if;
+      exception
+        when lock_not_available then
+          if attempt = 10 then left_for_later := left_for_later + 1; else perform pg_sleep(0.1); end if;
+        -- One organization's failure leaves the others to be rolled.
+        when others then
+          raise warning 'roll_up_monthly_totals: organization %: %', v_org, sqlerrm;
+          left_for_later := left_for_later + 1;
+          exit;
       end;
     end loop;
     commit;
@@ -5078,13 +5091,17 @@ begin
   if through is distinct from date_trunc('month', through::timestamp)::date then
     perform app_private.fail('Monthly totals are rolled up through the first day of a month.');
   end if;
+  -- A repeatable-read snapshot would predate changes that committed while it tried its locks.
+  if current_setting('transaction_isolation') <> 'read committed' then
+    perform app_private.fail('Monthly totals are rolled up in a read committed transaction.');
+  end if;
   if through > app_private.current_month_start() then
     perform app_private.fail('Monthly totals are rolled up through the current month''s first day at the latest.');
   end if;
   if not pg_try_advisory_xact_lock(app_private.monthly_totals_key(org)) then
     raise exception 'The organization''s totals are being changed; try again.' using errcode = 'lock_not_available';
   end if;
-  select o.totals_rolled_through into v_from from app_public.organizations o where o.id = org for update nowait;
+  select o.totals_rolled_through into v_from from app_public.organizations o where o.id = org for no key update nowait;
   if not found or v_from >= through then return 0; end if;
   insert into app_public.account_monthly_totals (organization_id, account_id, month, debit, credit)
     select org, t.account_id, date_trunc('month', t.day::timestamp)::date, sum(t.debit), sum(t.credit)
@@ -5292,7 +5309,7 @@ CREATE OR REPLACE FUNCTION app_private.sales_tax_return_lines(org uuid, period d
 AS $function$
   select (select coalesce(sum(t.credit) - sum(t.debit), 0)
             from app_private.account_totals(org, lower(period), upper(period) - 1) t join app_public.accounts a on a.id = t.account_id
-           where a.classification = 'revenue'),
+           where a.classification = 'revenue' and not isempty(period)),
          coalesce(sum(s.collected), 0), coalesce(sum(s.input_tax_credits), 0), coalesce(sum(s.events), 0)
     from app_public.sales_tax_daily_totals s
    where s.organization_id = org and s.day >= lower(period) and s.day < upper(period)

@@ -143,7 +143,6 @@ describe("monthly totals", () => {
 
     expect(await monthsOffTheirDays(t.organizationId)).toEqual([]);
     const rolled = await reports(t);
-    expect(rolled).not.toEqual(before);
     await unroll(t.organizationId);
     expect(await reports(t)).toEqual(rolled);
 
@@ -163,6 +162,17 @@ describe("monthly totals", () => {
     expect(await reports(t)).not.toEqual(rolled);
     expect(await rebuild(t.organizationId)).toMatchObject({ equal: false, accountMonthsRepaired: 1, statusMonthsRepaired: 1 });
     expect(await reports(t)).toEqual(rolled);
+
+    // Rolled back by hand without its rows: the rebuild removes them, and the months roll again.
+    await h.owner.query("update app_public.organizations set totals_rolled_through = '2026-03-01' where id = $1", [t.organizationId]);
+    expect(await rebuild(t.organizationId)).toMatchObject({ equal: false });
+    expect((await h.owner.query("select count(*)::int as n from app_public.account_monthly_totals where organization_id = $1 and month >= '2026-03-01'",
+      [t.organizationId])).rows[0].n).toBe(0);
+    expect(await rebuild(t.organizationId)).toMatchObject({ equal: true });
+    expect(await reports(t)).toEqual(rolled);
+    expect((await rollUp(t.organizationId, "2026-10-01")).rows[0].n).toBeGreaterThan(0);
+    expect(await monthsOffTheirDays(t.organizationId)).toEqual([]);
+    expect(await reports(t)).toEqual(rolled);
   });
 
   it("refuses a rollup through a day that is not a month's first, or into the current month, and changes nothing", async () => {
@@ -174,6 +184,18 @@ describe("monthly totals", () => {
     expect(o.totals_rolled_through).toBeNull();
   });
 
+  it("refuses to roll up in a repeatable-read transaction", async () => {
+    const t = await createTenant(h);
+    const c = await h.owner.connect();
+    try {
+      await c.query("begin isolation level repeatable read");
+      await expect(rollUp(t.organizationId, "2026-10-01", c)).rejects.toThrow("Monthly totals are rolled up in a read committed transaction.");
+    } finally {
+      await c.query("rollback");
+      c.release();
+    }
+  });
+
   it("the nightly task rolls every organization's past months", async () => {
     const t = await createTenant(h);
     const acc = await accountsOf(h, t);
@@ -182,7 +204,7 @@ describe("monthly totals", () => {
     await h.owner.query("select graphile_worker.add_job('roll_up_monthly_totals', '{}'::json)");
     await runJobs(h, 1);
     const { rows: [o] } = await h.owner.query(
-      "select totals_rolled_through = date_trunc('month', current_date::timestamp)::date as current from app_public.organizations where id = $1", [t.organizationId]);
+      "select totals_rolled_through = app_private.current_month_start() as current from app_public.organizations where id = $1", [t.organizationId]);
     expect(o.current).toBe(true);
     expect(await monthsOffTheirDays(t.organizationId)).toEqual([]);
     expect(await reports(t)).toEqual(before);
@@ -237,6 +259,30 @@ describe("a rollup racing a posting", () => {
     expect(o.totals_rolled_through).toBeNull();
     expect((await rollUp(t.organizationId, month)).rows[0].n).toBeGreaterThan(0);
     expect(await may(t.organizationId)).toBe("50.00");
+    expect(await monthsOffTheirDays(t.organizationId)).toEqual([]);
+  });
+
+  it("a change of the current month in flight (no row lock, no monthly row to write) still makes a rollup fail; after it, the rollup counts it", async () => {
+    const t = await createTenant(h);
+    const acc = await accountsOf(h, t);
+    await book(t, acc, "2026-05-02", "10.00");
+    const month = await currentMonth();
+    const moved = await createEvent(h, t, { merchantName: "Moved", amount: "8.00", transactionDate: month });
+    const nextDay = (await h.owner.query("select ($1::date + 1)::text as d", [month])).rows[0].d;
+    const a = await callerClient(t.ownerId);
+    try {
+      // Had the clock passed into the next month before it compared its day, this change would be
+      // one the rollup through that month must wait for: its advisory lock is all that tells.
+      const { rows: [{ r }] } = await a.c.query("select app_public.update_ledger_event($1, $2, transaction_date => $3) as r",
+        [t.organizationId, moved, nextDay]);
+      expect(r).toMatchObject({ success: true });
+      await expect(rollUp(t.organizationId, month)).rejects.toMatchObject({ code: "55P03", message: "The organization's totals are being changed; try again." });
+      await a.c.query("commit");
+    } finally {
+      await a.c.query("rollback").catch(() => undefined);
+      a.c.release();
+    }
+    expect((await rollUp(t.organizationId, month)).rows[0].n).toBeGreaterThan(0);
     expect(await monthsOffTheirDays(t.organizationId)).toEqual([]);
   });
 

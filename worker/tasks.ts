@@ -36,8 +36,8 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
 
     // Nightly: every organization's months before the current one summed a row a month
     // (migrations/fixtures/ledger/monthly-totals.sql), each in a transaction of its own; one
-    // whose postings hold its row longer than 2 s is left for the next night. Only months not
-    // rolled yet are read: on most nights there are none.
+    // whose changes keep it busy through ten tries (about a second) is left for the next night.
+    // Only months not rolled yet are read: on most nights there are none.
     async roll_up_monthly_totals(_payload, helpers) {
       const { rows: [r] } = await helpers.withPgClient((client) =>
         client.query<{ rolled: number; left_for_later: number }>("call app_private.roll_up_all_monthly_totals()"));

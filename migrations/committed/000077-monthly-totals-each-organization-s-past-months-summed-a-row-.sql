@@ -1,5 +1,5 @@
 --! Previous: sha1:cc331269fbe2a53ab3baf10330269dba6ceedf2e
---! Hash: sha1:ab1bbfc64e155e6f06bb9d74faf2feb99f4d8006
+--! Hash: sha1:7504c4443968e3f0844c689d681d48cad8d8d2e3
 --! Message: Monthly totals: each organization's past months summed a row a month by a nightly task; reports and counts read rolled months from them and the other days from the daily rows
 
 -- Monthly totals: the per-account daily totals and per-status daily counts of an organization's
@@ -45,15 +45,17 @@ alter table app_public.ledger_event_monthly_counts force row level security;
 -- it changed (monthly_totals_key) until its transaction ends, then compares its earliest day with
 -- the current month (UTC, by the clock once it holds the lock). A change with a day before the
 -- current month also adds to the monthly rows what falls before `totals_rolled_through`, read
--- under the organization's row held FOR KEY SHARE (add_monthly_account_totals,
--- add_monthly_event_counts). A rollup (roll_up_monthly_totals) takes the organization's advisory
--- lock exclusively and its row FOR UPDATE, both without waiting (it is left for a later run when
--- either is held): no change of the organization is in flight while it reads the daily rows, and
--- a change that waited for it sees how far it rolled. No rollup reaches the current month, so a
--- change of the current month's days alone reads nothing more; one that compared its days before
--- the month ended held its lock until it ended. Nothing a rollup takes is waited for by it, so it
--- makes no deadlock. In a repeatable-read transaction the row lock fails to serialize instead of
--- reading a stale date, since a rollup updates that row.
+-- under the organization's row held FOR SHARE (add_monthly_account_totals,
+-- add_monthly_event_counts). A rollup (roll_up_monthly_totals, read committed only) takes the
+-- organization's advisory lock exclusively and its row FOR NO KEY UPDATE, both without waiting:
+-- while a change of the organization is in flight it fails and changes nothing (and is tried
+-- again later), and a change that starts meanwhile waits for it and then sees how far it rolled.
+-- No rollup reaches the current month, so a change of the current month's days alone reads
+-- nothing more: one that compared its days before the month ended held its lock until it ended.
+-- A rollup waits for nothing, so it makes no deadlock, and its row lock does not conflict with the
+-- FOR KEY SHARE that every insert referencing the organization takes. In a repeatable-read
+-- transaction FOR SHARE of a row a rollup updated after the snapshot fails to serialize instead of
+-- reading a stale date (FOR KEY SHARE would not: the update changes no key).
 
 -- Row-level security and grants of this feature's tables.
 
@@ -79,18 +81,17 @@ grant select on app_public.ledger_event_monthly_counts to accounting_visitor;
 create or replace function app_private.current_month_start() returns date
   language sql volatile as
 $$ select date_trunc('month', clock_timestamp() at time zone 'UTC')::date $$;
-grant execute on function app_private.current_month_start() to accounting_visitor;
 
 -- The monthly side of a change with a day before the current month: per organization, account and
 -- day, debits and credits added (or taken away: negative), the arrays parallel. Adds what falls in
--- the organization's rolled months, read under its row held FOR KEY SHARE (the rule above). Rows of
+-- the organization's rolled months, read under its row held FOR SHARE (the rule above). Rows of
 -- an organization being deleted (whose row this transaction no longer sees) go with it.
 create or replace function app_private.add_monthly_account_totals(orgs uuid[], accounts uuid[], days date[], debits numeric[], credits numeric[])
   returns void
   language plpgsql security definer set search_path = pg_catalog, app_public as
 $$
 begin
-  perform 1 from app_public.organizations o where o.id = any (orgs) order by o.id for key share;
+  perform 1 from app_public.organizations o where o.id = any (orgs) order by o.id for share;
   insert into app_public.account_monthly_totals as t (organization_id, account_id, month, debit, credit)
     select c.organization_id, c.account_id, date_trunc('month', c.day::timestamp)::date, sum(c.debit), sum(c.credit)
       from unnest(orgs, accounts, days, debits, credits) c (organization_id, account_id, day, debit, credit)
@@ -99,7 +100,6 @@ begin
     on conflict (organization_id, account_id, month) do update
       set debit = t.debit + excluded.debit, credit = t.credit + excluded.credit;
 end $$;
-grant execute on function app_private.add_monthly_account_totals(orgs uuid[], accounts uuid[], days date[], debits numeric[], credits numeric[]) to accounting_visitor;
 
 -- Likewise for the events: per organization, day and status, a count (negative: taken away).
 create or replace function app_private.add_monthly_event_counts(orgs uuid[], days date[], statuses text[], counts bigint[])
@@ -107,7 +107,7 @@ create or replace function app_private.add_monthly_event_counts(orgs uuid[], day
   language plpgsql security definer set search_path = pg_catalog, app_public as
 $$
 begin
-  perform 1 from app_public.organizations o where o.id = any (orgs) order by o.id for key share;
+  perform 1 from app_public.organizations o where o.id = any (orgs) order by o.id for share;
   insert into app_public.ledger_event_monthly_counts as t (organization_id, month, status, n)
     select c.organization_id, date_trunc('month', c.day::timestamp)::date, c.status, sum(c.n)
       from unnest(orgs, days, statuses, counts) c (organization_id, day, status, n)
@@ -115,13 +115,11 @@ begin
      group by 1, 2, 3 having sum(c.n) <> 0 order by 1, 2, 3
     on conflict (organization_id, month, status) do update set n = t.n + excluded.n;
 end $$;
-grant execute on function app_private.add_monthly_event_counts(orgs uuid[], days date[], statuses text[], counts bigint[]) to accounting_visitor;
 
 -- The key of an organization's advisory lock of its monthly totals (the rule above).
 create or replace function app_private.monthly_totals_key(org uuid) returns bigint
   language sql immutable parallel safe as
 $$ select hashtextextended('accounting-api:monthly-totals:' || org::text, 0) $$;
-grant execute on function app_private.monthly_totals_key(org uuid) to accounting_visitor;
 
 -- How a period (both ends inclusive, null for open) splits for an organization: the whole months
 -- in it that are rolled up, [rolled_from, rolled_to), read from the monthly rows; the days before
@@ -196,8 +194,8 @@ grant execute on function app_private.event_count(org uuid, statuses text[], fir
 -- latest) into monthly rows, those not rolled yet; returns how many account-months it wrote. Takes
 -- the organization's advisory lock and row without waiting (the rule above): while a change of
 -- the organization is in flight it fails (lock_not_available) and changes nothing; until it
--- commits, the organization's changes wait. A monthly row already there for a month not yet
--- rolled would be counted twice: the insert fails instead.
+-- commits, the organization's changes of the journal and the events wait. A monthly row already
+-- there for a month not yet rolled would be counted twice: the insert fails instead.
 create or replace function app_private.roll_up_monthly_totals(org uuid, through date default app_private.current_month_start())
   returns integer
   language plpgsql volatile as
@@ -209,13 +207,17 @@ begin
   if through is distinct from date_trunc('month', through::timestamp)::date then
     perform app_private.fail('Monthly totals are rolled up through the first day of a month.');
   end if;
+  -- A repeatable-read snapshot would predate changes that committed while it tried its locks.
+  if current_setting('transaction_isolation') <> 'read committed' then
+    perform app_private.fail('Monthly totals are rolled up in a read committed transaction.');
+  end if;
   if through > app_private.current_month_start() then
     perform app_private.fail('Monthly totals are rolled up through the current month''s first day at the latest.');
   end if;
   if not pg_try_advisory_xact_lock(app_private.monthly_totals_key(org)) then
     raise exception 'The organization''s totals are being changed; try again.' using errcode = 'lock_not_available';
   end if;
-  select o.totals_rolled_through into v_from from app_public.organizations o where o.id = org for update nowait;
+  select o.totals_rolled_through into v_from from app_public.organizations o where o.id = org for no key update nowait;
   if not found or v_from >= through then return 0; end if;
   insert into app_public.account_monthly_totals (organization_id, account_id, month, debit, credit)
     select org, t.account_id, date_trunc('month', t.day::timestamp)::date, sum(t.debit), sum(t.credit)
@@ -234,8 +236,9 @@ end $$;
 
 -- Every organization's months before the current one rolled up, each organization in its own
 -- transaction so that its changes wait for no other's rollup. An organization whose changes keep
--- its lock taken through ten tries a tenth of a second apart is left for the next run. Returns
--- how many organizations it rolled and how many it left.
+-- its lock taken through ten tries a tenth of a second apart (about a second), or whose rollup
+-- fails (a warning says why), is left for the next run. Returns how many organizations it rolled
+-- and how many it left.
 create or replace procedure app_private.roll_up_all_monthly_totals(inout rolled integer default 0, inout left_for_later integer default 0)
   language plpgsql as
 $$
@@ -243,6 +246,9 @@ declare
   v_org uuid;
   v_through date := app_private.current_month_start();
 begin
+  if current_setting('transaction_isolation') <> 'read committed' then
+    perform app_private.fail('Monthly totals are rolled up in a read committed transaction.');
+  end if;
   rolled := 0;
   left_for_later := 0;
   for v_org in select o.id from app_public.organizations o
@@ -253,8 +259,14 @@ begin
         perform app_private.roll_up_monthly_totals(v_org, v_through);
         rolled := rolled + 1;
         exit;
-      exception when lock_not_available then
-        if attempt = 10 then left_for_later := left_for_later + 1; else perform pg_sleep(0.1); end if;
+      exception
+        when lock_not_available then
+          if attempt = 10 then left_for_later := left_for_later + 1; else perform pg_sleep(0.1); end if;
+        -- One organization's failure leaves the others to be rolled.
+        when others then
+          raise warning 'roll_up_monthly_totals: organization %: %', v_org, sqlerrm;
+          left_for_later := left_for_later + 1;
+          exit;
       end;
     end loop;
     commit;
@@ -1175,8 +1187,9 @@ grant execute on function app_public.update_staged_entry(organization_id uuid, e
 -- In one repeatable-read transaction (the worker's), so that the journal and the totals are read
 -- from one snapshot while postings go on; a posting of the organization that commits meanwhile
 -- makes a repair fail to serialize, and the job is retried, as does a rollup of its months (the
--- organization's row is held FOR KEY SHARE, which a rollup's update conflicts with). A total of
--- zero and no row are the same.
+-- organization's row is held FOR SHARE, which a rollup's update conflicts with). A total of zero
+-- and no row are the same; a monthly row that should be zero, or that is of a month not rolled,
+-- is removed (a later rollup inserts it).
 create or replace function app_private.rebuild_daily_totals(org uuid) returns jsonb
   language plpgsql volatile as
 $$
@@ -1197,15 +1210,14 @@ begin
   if current_setting('transaction_isolation') not in ('repeatable read', 'serializable') then
     perform app_private.fail('rebuild_daily_totals must run in a repeatable read transaction.');
   end if;
-  select o.totals_rolled_through into v_through from app_public.organizations o where o.id = org for key share;
-  if not found then
-    perform app_private.fail('Organization Not Found.', 'AP404');
-  end if;
-
   -- A posting waits for no repair longer than this; the repair gives up first and the job is
   -- retried (postings take the totals and the counts in different orders, so no order of ours
   -- avoids a deadlock, but then the job, not a user's request, is the one that fails).
   perform set_config('lock_timeout', '200ms', true);
+  select o.totals_rolled_through into v_through from app_public.organizations o where o.id = org for share;
+  if not found then
+    perform app_private.fail('Organization Not Found.', 'AP404');
+  end if;
   drop table if exists pg_temp.rebuilt_totals, pg_temp.wrong_totals, pg_temp.rebuilt_counts, pg_temp.wrong_counts,
     pg_temp.rebuilt_tax, pg_temp.wrong_tax, pg_temp.rebuilt_month_totals, pg_temp.wrong_month_totals,
     pg_temp.rebuilt_month_counts, pg_temp.wrong_month_counts;
@@ -1282,11 +1294,15 @@ begin
     select org, w.day, w.tax_type, w.collected, w.itcs, w.events from wrong_tax w order by 2, 3
     on conflict (organization_id, day, tax_type) do update
       set collected = excluded.collected, input_tax_credits = excluded.input_tax_credits, events = excluded.events;
+  delete from app_public.account_monthly_totals t using wrong_month_totals w
+   where t.organization_id = org and t.account_id = w.account_id and t.month = w.month and w.debit = 0 and w.credit = 0;
   insert into app_public.account_monthly_totals as t (organization_id, account_id, month, debit, credit)
-    select org, w.account_id, w.month, w.debit, w.credit from wrong_month_totals w order by 2, 3
+    select org, w.account_id, w.month, w.debit, w.credit from wrong_month_totals w where w.debit <> 0 or w.credit <> 0 order by 2, 3
     on conflict (organization_id, account_id, month) do update set debit = excluded.debit, credit = excluded.credit;
+  delete from app_public.ledger_event_monthly_counts t using wrong_month_counts w
+   where t.organization_id = org and t.month = w.month and t.status = w.status and w.n = 0;
   insert into app_public.ledger_event_monthly_counts as t (organization_id, month, status, n)
-    select org, w.month, w.status, w.n from wrong_month_counts w order by 2, 3
+    select org, w.month, w.status, w.n from wrong_month_counts w where w.n <> 0 order by 2, 3
     on conflict (organization_id, month, status) do update set n = excluded.n;
   select count(*) into v_totals_kept from rebuilt_totals;
   select count(*) into v_totals_wrong from wrong_totals;
@@ -1724,7 +1740,8 @@ $$
   sums as (
     select t.account_id, t.debit - t.credit as all_time, y.debit - y.credit as this_year
       from app_private.account_totals(org, null, as_of) t
-      left join app_private.account_totals(org, (select day from year_start), as_of) y on y.account_id = t.account_id
+      left join (select y.* from year_start s cross join lateral app_private.account_totals(org, s.day, as_of) y) y
+        on y.account_id = t.account_id
   ),
   accounts as (
     select a.id, a.name, a.classification, a.account_type,
@@ -1833,7 +1850,7 @@ $$
          case when a.classification = 'revenue' then t.credit - t.debit else t.debit - t.credit end
     from app_private.account_totals(org, lower(period), upper(period) - 1) t
     join app_public.accounts a on a.id = t.account_id
-   where a.classification in ('revenue', 'expense') and (t.debit <> 0 or t.credit <> 0)
+   where a.classification in ('revenue', 'expense') and (t.debit <> 0 or t.credit <> 0) and not isempty(period)
 $$;
 grant execute on function app_private.period_totals(org uuid, period daterange) to accounting_visitor;
 
@@ -2015,7 +2032,7 @@ create or replace function app_private.sales_tax_return_lines(org uuid, period d
 $$
   select (select coalesce(sum(t.credit) - sum(t.debit), 0)
             from app_private.account_totals(org, lower(period), upper(period) - 1) t join app_public.accounts a on a.id = t.account_id
-           where a.classification = 'revenue'),
+           where a.classification = 'revenue' and not isempty(period)),
          coalesce(sum(s.collected), 0), coalesce(sum(s.input_tax_credits), 0), coalesce(sum(s.events), 0)
     from app_public.sales_tax_daily_totals s
    where s.organization_id = org and s.day >= lower(period) and s.day < upper(period)
