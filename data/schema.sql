@@ -1155,12 +1155,16 @@ AS $function$ select jsonb_build_object('id', a.id, 'name', a.name, 'accountType
 
 CREATE OR REPLACE FUNCTION app_private.account_totals(org uuid, first_day date, last_day date)
  RETURNS TABLE(account_id uuid, debit numeric, credit numeric)
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
 AS $function$
-  select x.account_id, sum(x.debit), sum(x.credit)
-    from app_private.rolled_period(org, account_totals.first_day, account_totals.last_day) p
-    cross join lateral (
+#variable_conflict use_column
+declare
+  p record;
+begin
+  select * into p from app_private.rolled_period(org, account_totals.first_day, account_totals.last_day);
+  return query
+    select x.account_id, sum(x.debit), sum(x.credit) from (
       select m.account_id, m.debit, m.credit from app_public.account_monthly_totals m
        where m.organization_id = org and m.month >= p.rolled_from and m.month < p.rolled_to
       union all
@@ -1170,8 +1174,8 @@ AS $function$
       select t.account_id, t.debit, t.credit from app_public.account_daily_totals t
        where t.organization_id = org and t.day >= p.rolled_to and t.day <= p.last_day
     ) x
-   group by x.account_id
-$function$
+    group by x.account_id;
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE; reporting_reader: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.add_member(org uuid, member_email text, member_role text)
@@ -2190,8 +2194,7 @@ AS $function$
   sums as (
     select t.account_id, t.debit - t.credit as all_time, y.debit - y.credit as this_year
       from app_private.account_totals(org, null, as_of) t
-      left join (select y.* from year_start s cross join lateral app_private.account_totals(org, s.day, as_of) y) y
-        on y.account_id = t.account_id
+      left join app_private.account_totals(org, (select day from year_start), as_of) y on y.account_id = t.account_id
   ),
   accounts as (
     select a.id, a.name, a.classification, a.account_type,
@@ -2777,25 +2780,29 @@ end $function$
 
 CREATE OR REPLACE FUNCTION app_private.event_count(org uuid, statuses text[], first_day date, last_day date)
  RETURNS bigint
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
 AS $function$
-  select coalesce(sum(x.n), 0)::bigint
-    from app_private.rolled_period(org, event_count.first_day, event_count.last_day) p
-    cross join lateral (
-      select m.n from app_public.ledger_event_monthly_counts m
-       where m.organization_id = org and m.month >= p.rolled_from and m.month < p.rolled_to
-         and (statuses is null or m.status = any (statuses))
-      union all
-      select c.n from app_public.ledger_event_daily_counts c
-       where c.organization_id = org and c.day >= p.first_day and c.day < p.rolled_from
-         and (statuses is null or c.status = any (statuses))
-      union all
-      select c.n from app_public.ledger_event_daily_counts c
-       where c.organization_id = org and c.day >= p.rolled_to and c.day <= p.last_day
-         and (statuses is null or c.status = any (statuses))
-    ) x
-$function$
+declare
+  p record;
+  n bigint;
+begin
+  select * into p from app_private.rolled_period(org, event_count.first_day, event_count.last_day);
+  select coalesce(sum(x.n), 0)::bigint into n from (
+    select m.n from app_public.ledger_event_monthly_counts m
+     where m.organization_id = org and m.month >= p.rolled_from and m.month < p.rolled_to
+       and (statuses is null or m.status = any (statuses))
+    union all
+    select c.n from app_public.ledger_event_daily_counts c
+     where c.organization_id = org and c.day >= p.first_day and c.day < p.rolled_from
+       and (statuses is null or c.status = any (statuses))
+    union all
+    select c.n from app_public.ledger_event_daily_counts c
+     where c.organization_id = org and c.day >= p.rolled_to and c.day <= p.last_day
+       and (statuses is null or c.status = any (statuses))
+  ) x;
+  return n;
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.event_for_link(event_id uuid)
