@@ -58,6 +58,8 @@ beforeAll(async () => {
     expect(invoice.body.data.createInvoice).toMatchObject({ success: true });
     expect((await h.gql("mutation($o: UUID!, $i: UUID!) { approveInvoice(organizationId: $o, invoiceId: $i) { success error } }",
       { o: t.organizationId, i: invoice.body.data.createInvoice.document.id }, t.apiKey)).body.data.approveInvoice).toMatchObject({ success: true });
+    // Monthly totals: the nightly rollup sums the months before the current one (January's entries).
+    await h.owner.query("select app_private.roll_up_monthly_totals($1)", [t.organizationId]);
     // ... and a payment of part of it, an allocation.
     const paid = await h.gql(`mutation($o: UUID!, $c: UUID!, $p: UUID!, $i: UUID!) { recordPayment(organizationId: $o, contactId: $c, paymentAccountId: $p,
       amount: "50.00", date: "2026-01-10", allocations: [{ documentId: $i, amount: "50.00" }]) { success error } }`,
