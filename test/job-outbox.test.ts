@@ -108,6 +108,37 @@ describe("the job outbox", () => {
   it("refuses a job graphile-worker would refuse, with the change that asked for it", async () => {
     await expect(h.owner.query("select app_private.queue_job('match_receipts', '{}', max_attempts => 40000)")).rejects.toThrow(/max_attempts/);
     await expect(h.owner.query("select app_private.queue_job('match_receipts', '{}', job_key => '')")).rejects.toThrow(/job key/);
+    await expect(h.owner.query("select app_private.queue_jobs('match_receipts', array['{}'::json, '{}'], array['k-1'])")).rejects.toThrow(/2 payloads but 1 job keys/);
+    await expect(h.owner.query("select app_private.queue_jobs('match_receipts', array['{}'::json, '{}'], array['k-1', ''])")).rejects.toThrow(/job key/);
+  });
+
+  it("queues several jobs of one change in one statement, in the order given", async () => {
+    await clearQueue();
+    await h.owner.query(`select app_private.queue_jobs('match_receipts',
+      array(select json_build_object('organizationId', $1::text, 'n', n) from generate_series(3, 1, -1) n), array['k-3', null, 'k-1'])`,
+    [t.organizationId]);
+    expect((await outbox()).map((j) => [(j.payload as { n: number }).n, j.job_key])).toEqual([[3, "k-3"], [2, null], [1, "k-1"]]);
+    await dispatchQueuedJobs(h.owner);
+    expect(await outbox()).toEqual([]);
+  });
+
+  it("moves a batch at once however many wait, planned from statistics taken while the outbox was empty", async () => {
+    const client = await h.owner.connect();
+    try {
+      await client.query("begin");
+      // An outbox that was busy, then empty when analyzed: pages of no rows, so it plans for none.
+      await client.query("insert into app_private.job_outbox (task, payload) select 'match_receipts', '{}' from generate_series(1, 2000)");
+      await client.query("delete from app_private.job_outbox");
+      await client.query("analyze app_private.job_outbox");
+      await client.query(`insert into app_private.job_outbox (task, payload)
+        select 'match_receipts', json_build_object('organizationId', $1::text, 'n', n) from generate_series(1, 40000) n`, [t.organizationId]);
+      // Read once per row left, the batch took seconds (26 s with 11,000 waiting).
+      await client.query("set local statement_timeout = '1s'");
+      expect(await dispatchQueuedJobs(client)).toBe(OUTBOX_BATCH);
+    } finally {
+      await client.query("rollback");
+      client.release();
+    }
   });
 
   it("a worker that dies while moving a batch loses nothing; two workers never move at once", async () => {

@@ -410,6 +410,70 @@ describe("deliveries", () => {
     expect(w.wait).toBe("12:00:00");
   });
 
+  it("records a batch's attempts as if one after another: stale ones change nothing; a later success clears a failure", async () => {
+    await worker.stop();
+    try {
+      const { webhookEndpoint } = await createEndpoint("http://127.0.0.1:9/hooks", ["ledger_event.created"]);
+      const ep = webhookEndpoint.id;
+      for (const merchantName of ["First", "Second", "Third"]) await createEvent(h, t, { merchantName });
+      const { rows: ids } = await h.owner.query<{ id: string }>(
+        "select id from app_public.webhook_deliveries where webhook_endpoint_id = $1 order by seq", [ep]);
+      const [d1, d2, d3] = ids.map((r) => r.id);
+      const outcome = (deliveryId: string, responseCode: number | null, error: string | null = null, attempt = 0) =>
+        ({ deliveryId, attempt, responseCode, error });
+      /** The batch recorded (a retry window of `window`), then the deliveries and the endpoint, all rolled back. */
+      const recorded = async (window: string, ...batches: ReturnType<typeof outcome>[][]) => {
+        const client = await h.owner.connect();
+        try {
+          await client.query("begin");
+          const more: boolean[] = [];
+          for (const batch of batches) {
+            more.push((await client.query("select app_private.record_webhook_attempts($1, $2, interval '1 hour', $3::interval) as more",
+              [ep, JSON.stringify(batch), window])).rows[0].more);
+          }
+          const { rows: deliveries } = await client.query(
+            `select status, attempts, response_code, last_error, next_attempt_at is not null as retries,
+                    first_attempt_at = now() as attempted_now
+               from app_public.webhook_deliveries where webhook_endpoint_id = $1 order by seq`, [ep]);
+          const { rows: [endpoint] } = await client.query(
+            "select status, failing_since = now() as failing_now, failing_since is null as not_failing from app_public.webhook_endpoints where id = $1", [ep]);
+          return { more, deliveries, endpoint };
+        } finally {
+          await client.query("rollback");
+          client.release();
+        }
+      };
+
+      // A failure, a success, a failure: failing since the last one; the same batch again is stale.
+      const first = await recorded("1 day", [outcome(d1, 500), outcome(d2, 200), outcome(d3, null, "No answer within 10 seconds.")],
+        [outcome(d1, 200), outcome(d2, 200), outcome(d3, 200)]);
+      expect(first.more).toEqual([false, false]);
+      expect(first.deliveries).toEqual([
+        { status: "pending", attempts: 1, response_code: 500, last_error: "The endpoint answered HTTP 500.", retries: true, attempted_now: true },
+        { status: "succeeded", attempts: 1, response_code: 200, last_error: null, retries: false, attempted_now: true },
+        { status: "pending", attempts: 1, response_code: null, last_error: "No answer within 10 seconds.", retries: true, attempted_now: true },
+      ]);
+      expect(first.endpoint).toEqual({ status: "enabled", failing_now: true, not_failing: false });
+
+      // Retries ended (no window left) for two failures, but the last attempt succeeded: the endpoint stays enabled.
+      const cleared = await recorded("0 seconds", [outcome(d1, 500), outcome(d2, 503), outcome(d3, 204)]);
+      expect(cleared.deliveries.map((d) => d.status)).toEqual(["failed", "failed", "succeeded"]);
+      expect(cleared.endpoint).toEqual({ status: "enabled", failing_now: null, not_failing: true });
+
+      // A failure after the last success ends a delivery's retries: the endpoint is disabled, and what was pending fails.
+      const disabled = await recorded("0 seconds", [outcome(d1, 200), outcome(d2, 410)]);
+      expect(disabled.deliveries.map((d) => d.status)).toEqual(["succeeded", "failed", "failed"]);
+      expect(disabled.endpoint).toMatchObject({ status: "disabled", failing_now: true });
+
+      // Due now, with more than the batch: the job goes on.
+      const more = await recorded("1 day", [outcome(d1, 200)]);
+      expect(more.more).toEqual([true]);
+      await h.gql(DELETE, { o: t.organizationId, id: ep }, t.ownerJwt);
+    } finally {
+      worker = await startTestWorker(h.config);
+    }
+  });
+
   it("disables an endpoint that accepted nothing for the whole retry window", async () => {
     await worker.stop();
     const impatient = await startTestWorker({ ...h.config, webhookRetrySeconds: 0.1, webhookRetryWindowSeconds: 1 });
