@@ -5,7 +5,8 @@ import type { AddressInfo } from "node:net";
  * The webhook benchmark's receivers (bench/webhooks.ts), in a process of their own so that the
  * load the benchmark makes does not slow their answers: `count` HTTP servers on loopback, each
  * noting when each event arrived and its lag from the event's `created`. Sends `{urls}` to its
- * parent when listening; on the message "report", sends `{arrivals}` (per receiver); it runs until killed.
+ * parent when listening; on the message "report", sends `{arrivals}` (per receiver); on "reset",
+ * forgets them (the warm-up's) and sends `{reset: true}`; it runs until killed.
  */
 const count = Number(process.argv[2] ?? 3);
 const arrivals: { at: number; lag: number; id: string }[][] = Array.from({ length: count }, () => []);
@@ -25,4 +26,8 @@ process.send!({ urls });
 process.on("message", (m) => {
   if (m === "count") process.send!({ count: arrivals.reduce((n, a) => n + a.length, 0) });
   if (m === "report") process.send!({ arrivals });
+  if (m === "reset") {
+    for (const got of arrivals) got.length = 0;
+    process.send!({ reset: true });
+  }
 });
