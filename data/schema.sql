@@ -4240,26 +4240,13 @@ CREATE OR REPLACE FUNCTION app_private.queue_job(task text, payload json, queue_
  LANGUAGE plpgsql
 AS $function$
 begin
-  perform app_private.queue_jobs(task, array[payload], array[job_key], queue_name, run_at, max_attempts, preserve_run_at);
-end $function$
--- grants: <owner>: EXECUTE
-
-CREATE OR REPLACE FUNCTION app_private.queue_jobs(task text, payloads json[], job_keys text[], queue_name text DEFAULT NULL::text, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, max_attempts integer DEFAULT NULL::integer, preserve_run_at boolean DEFAULT false)
- RETURNS void
- LANGUAGE plpgsql
-AS $function$
-begin
   -- What graphile-worker would refuse refuses the change here, not a whole batch later.
   if max_attempts is not null and max_attempts not between 1 and 32767 then
     raise exception 'queue_job: max_attempts must be between 1 and 32767, not %', max_attempts;
   end if;
-  if '' = any (job_keys) then raise exception 'queue_job: a job key must not be empty'; end if;
-  if cardinality(payloads) is distinct from cardinality(job_keys) then
-    raise exception 'queue_job: % payloads but % job keys', cardinality(payloads), cardinality(job_keys);
-  end if;
+  if job_key = '' then raise exception 'queue_job: a job key must not be empty'; end if;
   insert into app_private.job_outbox (task, payload, queue_name, run_at, max_attempts, job_key, preserve_run_at)
-    select task, x.payload, queue_name, run_at, max_attempts, x.job_key, preserve_run_at
-      from unnest(payloads, job_keys) with ordinality x(payload, job_key, n) order by x.n;
+    values (task, payload, queue_name, run_at, max_attempts, job_key, preserve_run_at);
 end $function$
 -- grants: <owner>: EXECUTE
 
@@ -4359,41 +4346,48 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.queue_webhook_endpoint_job(organization_id uuid, webhook_endpoint_ids uuid[], at timestamp with time zone)
+CREATE OR REPLACE FUNCTION app_private.queue_webhook_endpoint_jobs(webhook_endpoint_id uuid, due_now boolean DEFAULT true)
+ RETURNS void
+ LANGUAGE plpgsql
+AS $function$
+begin
+  perform app_private.queue_webhook_jobs(ep.organization_id, due_now)
+     from app_public.webhook_endpoints ep where ep.id = queue_webhook_endpoint_jobs.webhook_endpoint_id;
+end $function$
+-- grants: <owner>: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.queue_webhook_job(organization_id uuid, at timestamp with time zone)
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
 declare v_later boolean := at > now();
 begin
-  perform app_private.queue_jobs('deliver_webhooks',
-    array(select json_build_object('organizationId', organization_id, 'webhookEndpointId', x.id)
-            from unnest(webhook_endpoint_ids) with ordinality x(id, n) order by x.n),
-    array(select case when v_later then 'webhook-retry:' else 'webhook-endpoint:' end || x.id
-            from unnest(webhook_endpoint_ids) with ordinality x(id, n) order by x.n),
+  perform app_private.queue_job('deliver_webhooks', json_build_object('organizationId', organization_id),
     queue_name => app_private.job_queue('deliver_webhooks', organization_id), run_at => case when v_later then at end,
-    max_attempts => 5, preserve_run_at => not v_later);
+    max_attempts => 5, job_key => case when v_later then 'webhooks-retry:' else 'webhooks:' end || organization_id,
+    preserve_run_at => not v_later);
 end $function$
 -- grants: <owner>: EXECUTE
 
-CREATE OR REPLACE FUNCTION app_private.queue_webhook_endpoint_jobs(webhook_endpoint_id uuid, due_now boolean DEFAULT true)
+CREATE OR REPLACE FUNCTION app_private.queue_webhook_jobs(organization_id uuid, due_now boolean DEFAULT true)
  RETURNS void
  LANGUAGE plpgsql
 AS $function$
 declare
-  v_org uuid;
   v_due boolean;
   v_next timestamptz;
 begin
-  select ep.organization_id,
-         exists (select 1 from app_public.webhook_deliveries d where d.webhook_endpoint_id = ep.id and d.status = 'pending'
-                   and d.next_attempt_at <= now()),
-         -- Only a failed attempt makes a delivery wait (webhook_deliveries_retry_idx): not a scan of every one due.
-         (select min(d.next_attempt_at) from app_public.webhook_deliveries d where d.webhook_endpoint_id = ep.id and d.status = 'pending'
-             and d.attempts > 0 and d.next_attempt_at > now())
-    into v_org, v_due, v_next
-    from app_public.webhook_endpoints ep where ep.id = queue_webhook_endpoint_jobs.webhook_endpoint_id and ep.status = 'enabled';
-  if v_due and due_now then perform app_private.queue_webhook_endpoint_job(v_org, array[webhook_endpoint_id], now()); end if;
-  if v_next is not null then perform app_private.queue_webhook_endpoint_job(v_org, array[webhook_endpoint_id], v_next); end if;
+  -- Only a failed attempt makes a delivery wait (webhook_deliveries_retry_idx): not a scan of every one due.
+  select bool_or(r.due), min(r.next) into v_due, v_next
+    from app_public.webhook_endpoints ep
+    cross join lateral (
+      select exists (select 1 from app_public.webhook_deliveries d where d.webhook_endpoint_id = ep.id and d.status = 'pending'
+                       and d.next_attempt_at <= now()) as due,
+             (select min(d.next_attempt_at) from app_public.webhook_deliveries d where d.webhook_endpoint_id = ep.id
+                 and d.status = 'pending' and d.attempts > 0 and d.next_attempt_at > now()) as next) r
+   where ep.organization_id = queue_webhook_jobs.organization_id and ep.status = 'enabled';
+  if v_due and due_now then perform app_private.queue_webhook_job(organization_id, now()); end if;
+  if v_next is not null then perform app_private.queue_webhook_job(organization_id, v_next); end if;
 end $function$
 -- grants: <owner>: EXECUTE
 
@@ -4888,9 +4882,8 @@ begin
      where ep.id = v_endpoint;
     perform app_private.fail_pending_webhook_deliveries(v_endpoint);
   end loop;
-  perform app_private.queue_webhook_endpoint_jobs(x.webhook_endpoint_id, due_now => false)
-     from (select distinct d.webhook_endpoint_id from app_public.webhook_deliveries d
-            where d.id = any (v_ids)) x;
+  perform app_private.queue_webhook_jobs(x.organization_id, due_now => false)
+     from (select distinct d.organization_id from app_public.webhook_deliveries d where d.id = any (v_ids)) x;
   return exists (select 1 from app_public.webhook_deliveries d join app_public.webhook_endpoints ep on ep.id = d.webhook_endpoint_id
                   where d.webhook_endpoint_id = record_webhook_attempts.webhook_endpoint_id and d.status = 'pending'
                     and d.next_attempt_at <= now() and ep.status = 'enabled');
@@ -4921,14 +4914,14 @@ begin
                             where r.id = object_id and r.organization_id = org) end;
     if object is null then raise exception 'record_webhook_event: no % of organization % with id %', type, org, object_id; end if;
   end if;
-  -- The event and its deliveries in one statement, the endpoints' jobs in one more.
+  -- The event and its deliveries in one statement; the organization's job (one for all its endpoints).
   with event as (
     insert into app_public.webhook_events (organization_id, type, object)
       values (org, record_webhook_event.type, object)
       returning id)
   insert into app_public.webhook_deliveries (organization_id, webhook_endpoint_id, webhook_event_id)
     select org, x.id, event.id from event, unnest(v_endpoints) with ordinality x(id, n) order by x.n;
-  perform app_private.queue_webhook_endpoint_job(org, v_endpoints, now());
+  perform app_private.queue_webhook_job(org, now());
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -6550,6 +6543,19 @@ begin
   return jsonb_build_object('url', v_url, 'events', to_jsonb(v_events), 'description', v_description);
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
+
+CREATE OR REPLACE FUNCTION app_private.webhook_endpoints_due(organization_id uuid)
+ RETURNS uuid[]
+ LANGUAGE sql
+ STABLE
+AS $function$
+  select coalesce(array_agg(ep.id order by ep.id), '{}')
+    from app_public.webhook_endpoints ep
+   where ep.organization_id = webhook_endpoints_due.organization_id and ep.status = 'enabled'
+     and exists (select 1 from app_public.webhook_deliveries d where d.webhook_endpoint_id = ep.id and d.status = 'pending'
+                   and d.next_attempt_at <= now())
+$function$
+-- grants: <owner>: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.webhook_event_types()
  RETURNS text[]

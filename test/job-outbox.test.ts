@@ -108,18 +108,6 @@ describe("the job outbox", () => {
   it("refuses a job graphile-worker would refuse, with the change that asked for it", async () => {
     await expect(h.owner.query("select app_private.queue_job('match_receipts', '{}', max_attempts => 40000)")).rejects.toThrow(/max_attempts/);
     await expect(h.owner.query("select app_private.queue_job('match_receipts', '{}', job_key => '')")).rejects.toThrow(/job key/);
-    await expect(h.owner.query("select app_private.queue_jobs('match_receipts', array['{}'::json, '{}'], array['k-1'])")).rejects.toThrow(/2 payloads but 1 job keys/);
-    await expect(h.owner.query("select app_private.queue_jobs('match_receipts', array['{}'::json, '{}'], array['k-1', ''])")).rejects.toThrow(/job key/);
-  });
-
-  it("queues several jobs of one change in one statement, in the order given", async () => {
-    await clearQueue();
-    await h.owner.query(`select app_private.queue_jobs('match_receipts',
-      array(select json_build_object('organizationId', $1::text, 'n', n) from generate_series(3, 1, -1) n), array['k-3', null, 'k-1'])`,
-    [t.organizationId]);
-    expect((await outbox()).map((j) => [(j.payload as { n: number }).n, j.job_key])).toEqual([[3, "k-3"], [2, null], [1, "k-1"]]);
-    await dispatchQueuedJobs(h.owner);
-    expect(await outbox()).toEqual([]);
   });
 
   it("moves a batch at once however many wait, planned from statistics taken while the outbox was empty", async () => {

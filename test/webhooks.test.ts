@@ -50,6 +50,22 @@ async function startReceiver(answer: (event: any, n: number) => number = () => 2
   return { received, url, close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }) };
 }
 
+/** A receiver that notes each event as it arrives and answers 200 after `ms`. */
+async function startReceiverAnsweringAfter(ms: number) {
+  const received: { event: any }[] = [];
+  const server: Server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c) => chunks.push(c));
+    req.on("end", () => {
+      received.push({ event: JSON.parse(Buffer.concat(chunks).toString("utf8")) });
+      setTimeout(() => res.end("ok"), ms);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks`;
+  return { received, url, close: () => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()); }) };
+}
+
 /** `work` with a receiver that is closed afterwards, whatever happens. */
 async function withReceiver(answer: Parameters<typeof startReceiver>[0], work: (receiver: Awaited<ReturnType<typeof startReceiver>>) => Promise<void>) {
   const receiver = await startReceiver(answer);
@@ -294,44 +310,80 @@ describe("deliveries", () => {
     });
   });
 
-  it("an endpoint's waiting events make one job for what is due and one for its next retry, however many there are", async () => {
+  it("an organization's waiting events make one job for what is due and one for its next retry, however many there are", async () => {
     await worker.stop();
-    const jobsOf = async (endpointId: string) => (await h.owner.query<{ key: string; later: boolean }>(
+    const jobsOf = async () => (await h.owner.query<{ key: string; later: boolean }>(
       `select j.key, j.run_at > now() as later from graphile_worker._private_jobs j
-        where j.payload->>'webhookEndpointId' = $1 order by j.key`, [endpointId])).rows;
-    await withReceiver((event) => (event.data.object.merchantName === "Refused" ? 500 : 200), async (receiver) => {
-      const { webhookEndpoint } = await createEndpoint(receiver.url, ["ledger_event.created"]);
-      const names = ["Refused", ...Array.from({ length: 11 }, (_, i) => `Waiting ${i + 1}`)];
-      for (const merchantName of names) await createEvent(h, t, { merchantName });
-      await dispatchJobs(h);
-      expect(await jobsOf(webhookEndpoint.id)).toEqual([{ key: `webhook-endpoint:${webhookEndpoint.id}`, later: false }]);
-      worker = await startTestWorker({ ...h.config, webhookRetrySeconds: 3600 });
-      await until(() => receiver.received.length, (n) => n >= names.length);
-      expect(receiver.received.map((r) => r.event.data.object.merchantName)).toEqual(names);
-      // The refused one waits for its retry, an hour away: its endpoint's one job then.
-      await until(async () => (await dispatchJobs(h), await jobsOf(webhookEndpoint.id)), (jobs) => jobs.length === 1 && jobs[0].later);
-      expect(await jobsOf(webhookEndpoint.id)).toEqual([{ key: `webhook-retry:${webhookEndpoint.id}`, later: true }]);
-      await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
-    });
-    await worker.stop();
-    worker = await startTestWorker(h.config);
+        where j.payload->>'organizationId' = $1 and j.task_id = (select id from graphile_worker._private_tasks where identifier = 'deliver_webhooks')
+        order by j.key`, [t.organizationId])).rows;
+    // The earlier tests' jobs (a retry of a deleted endpoint's) are gone.
+    await dispatchJobs(h);
+    await h.owner.query(`delete from graphile_worker._private_jobs where payload->>'organizationId' = $1`, [t.organizationId]);
+    try {
+      await withReceiver((event) => (event.data.object.merchantName === "Refused" ? 500 : 200), async (receiver) => {
+        await withReceiver(undefined, async (other) => {
+          const endpoints = [await createEndpoint(receiver.url, ["ledger_event.created"]), await createEndpoint(other.url, ["ledger_event.created"])];
+          const names = ["Refused", ...Array.from({ length: 11 }, (_, i) => `Waiting ${i + 1}`)];
+          for (const merchantName of names) await createEvent(h, t, { merchantName });
+          await dispatchJobs(h);
+          expect(await jobsOf()).toEqual([{ key: `webhooks:${t.organizationId}`, later: false }]);
+          worker = await startTestWorker({ ...h.config, webhookRetrySeconds: 3600 });
+          await until(() => receiver.received.length + other.received.length, (n) => n >= 2 * names.length);
+          expect(receiver.received.map((r) => r.event.data.object.merchantName)).toEqual(names);
+          expect(other.received.map((r) => r.event.data.object.merchantName)).toEqual(names);
+          // The refused one waits for its retry, an hour away: its organization's one job then.
+          await until(async () => (await dispatchJobs(h), await jobsOf()), (jobs) => jobs.length === 1 && jobs[0].later);
+          expect(await jobsOf()).toEqual([{ key: `webhooks-retry:${t.organizationId}`, later: true }]);
+          for (const { webhookEndpoint } of endpoints) await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
+        });
+      });
+    } finally {
+      await worker.stop();
+      worker = await startTestWorker(h.config);
+    }
   });
 
-  it("a job of the release before (one delivery's) still sends its endpoint's deliveries", async () => {
-    await worker.stop();
-    await withReceiver(undefined, async (receiver) => {
-      const { webhookEndpoint } = await createEndpoint(receiver.url, ["ledger_event.created"]);
-      await createEvent(h, t, { merchantName: "Queued Before The Deploy" });
-      // The endpoint's own job is gone: only the old kind is left.
-      await h.owner.query("delete from app_private.job_outbox where payload->>'webhookEndpointId' = $1", [webhookEndpoint.id]);
-      await h.owner.query(`select graphile_worker.add_job('deliver_webhook', json_build_object('organizationId', d.organization_id, 'deliveryId', d.id),
-        queue_name => app_private.job_queue('deliver_webhook', d.organization_id)) from app_public.webhook_deliveries d where d.webhook_endpoint_id = $1`,
-      [webhookEndpoint.id]);
-      worker = await startTestWorker(h.config);
-      await until(() => receiver.received.length, (n) => n >= 1);
-      expect(receiver.received.map((r) => r.event.data.object.merchantName)).toEqual(["Queued Before The Deploy"]);
-      await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
-    });
+  it("sends to an organization's endpoints at the same time: a slow one holds back none of the others", async () => {
+    const slow = await startReceiverAnsweringAfter(300);
+    try {
+      await withReceiver(undefined, async (fast) => {
+        const endpoints = [await createEndpoint(slow.url, ["ledger_event.created"]), await createEndpoint(fast.url, ["ledger_event.created"])];
+        const names = ["A", "B", "C", "D", "E"];
+        for (const merchantName of names) await createEvent(h, t, { merchantName, amount: "3.00" });
+        await until(() => fast.received.length, (n) => n >= names.length);
+        // Each of the slow one's posts takes 300 ms; the fast one had all five meanwhile.
+        expect(slow.received.length).toBeLessThanOrEqual(2);
+        expect(fast.received.map((r) => r.event.data.object.merchantName)).toEqual(names);
+        await until(() => slow.received.length, (n) => n >= names.length);
+        expect(slow.received.map((r) => r.event.data.object.merchantName)).toEqual(names);
+        for (const { webhookEndpoint } of endpoints) await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
+      });
+    } finally {
+      await slow.close();
+    }
+  });
+
+  it("jobs of older releases (one endpoint's, one delivery's) still send their organization's deliveries", async () => {
+    for (const kind of ["endpoint", "delivery"] as const) {
+      await worker.stop();
+      await withReceiver(undefined, async (receiver) => {
+        const { webhookEndpoint } = await createEndpoint(receiver.url, ["ledger_event.created"]);
+        await createEvent(h, t, { merchantName: `Queued Before The Deploy (${kind})` });
+        // The organization's own job is gone: only the old kind is left.
+        await h.owner.query("delete from app_private.job_outbox where task = 'deliver_webhooks' and payload->>'organizationId' = $1", [t.organizationId]);
+        await h.owner.query(kind === "endpoint"
+          ? `select graphile_worker.add_job('deliver_webhooks', json_build_object('organizationId', ep.organization_id, 'webhookEndpointId', ep.id),
+               queue_name => app_private.job_queue('deliver_webhooks', ep.organization_id), job_key => 'webhook-endpoint:' || ep.id)
+               from app_public.webhook_endpoints ep where ep.id = $1`
+          : `select graphile_worker.add_job('deliver_webhook', json_build_object('organizationId', d.organization_id, 'deliveryId', d.id),
+               queue_name => app_private.job_queue('deliver_webhook', d.organization_id)) from app_public.webhook_deliveries d where d.webhook_endpoint_id = $1`,
+        [webhookEndpoint.id]);
+        worker = await startTestWorker(h.config);
+        await until(() => receiver.received.length, (n) => n >= 1);
+        expect(receiver.received.map((r) => r.event.data.object.merchantName)).toEqual([`Queued Before The Deploy (${kind})`]);
+        await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
+      });
+    }
   });
 
   it("sends one bank_import.completed for an import, and receipt events", async () => {

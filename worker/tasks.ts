@@ -24,8 +24,8 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
   const scan = (payload: unknown, helpers: JobHelpers) =>
     runSourceScan({ owner: jobPool(helpers), storage: jobStorage(), config: jobConfig() }, sourceScanPayload(payload));
   const deliverWebhooks = async (payload: unknown, helpers: JobHelpers) => {
-    const p = await webhookDeliveryPayload(jobPool(helpers), payload);
-    if (!p) return helpers.logger.error(`${DELIVER_WEBHOOKS_TASK}: the payload needs organizationId and webhookEndpointId (UUIDs); not retried.`);
+    const p = webhookDeliveryPayload(payload);
+    if (!p) return helpers.logger.error(`${DELIVER_WEBHOOKS_TASK}: the payload needs organizationId (a UUID); not retried.`);
     await runWebhookDeliveries({ owner: jobPool(helpers), config: jobConfig(), secrets: jobSecrets() }, p);
   };
   return {

@@ -8,10 +8,10 @@ import { webhookSecretContext, type SealedBox } from "../secrets/sealed-box.js";
 import { checkWebhookUrl, type CheckedUrl } from "./endpoint-url.js";
 import { SIGNATURE_HEADER, signatureOf } from "./signature.js";
 
-/** The worker's task: the due deliveries of one endpoint (queued by migrations/fixtures/webhooks/). */
+/** The worker's task: the due deliveries of one organization (queued by migrations/fixtures/webhooks/). */
 export const DELIVER_WEBHOOKS_TASK = "deliver_webhooks";
 /**
- * The task of the release before: one delivery's job (its endpoint's deliveries sent), left by a
+ * The task of an older release: one delivery's job (its organization's deliveries sent), left by a
  * deploy that raced a job being queued. Served until none can be left.
  */
 export const DELIVER_WEBHOOK_TASK = "deliver_webhook";
@@ -23,19 +23,15 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-export interface WebhookDeliveryPayload { organizationId: string; webhookEndpointId: string }
+export interface WebhookDeliveryPayload { organizationId: string }
 
-/** A job's payload: its endpoint's, or (the release before) one delivery's, whose endpoint it is. */
-export async function webhookDeliveryPayload(owner: pg.Pool, payload: unknown): Promise<WebhookDeliveryPayload | null> {
+/**
+ * A job's payload: its organization. Jobs of older releases named an endpoint or a delivery as
+ * well; their organization's job sends those too.
+ */
+export function webhookDeliveryPayload(payload: unknown): WebhookDeliveryPayload | null {
   const p = payload as Record<string, unknown> | null;
-  if (typeof p?.organizationId !== "string" || !UUID.test(p.organizationId)) return null;
-  if (typeof p.webhookEndpointId === "string" && UUID.test(p.webhookEndpointId)) {
-    return { organizationId: p.organizationId, webhookEndpointId: p.webhookEndpointId };
-  }
-  if (typeof p.deliveryId !== "string" || !UUID.test(p.deliveryId)) return null;
-  const { rows: [d] } = await owner.query<{ webhook_endpoint_id: string }>(
-    "select webhook_endpoint_id from app_public.webhook_deliveries where id = $1", [p.deliveryId]);
-  return d ? { organizationId: p.organizationId, webhookEndpointId: d.webhook_endpoint_id } : null;
+  return typeof p?.organizationId === "string" && UUID.test(p.organizationId) ? { organizationId: p.organizationId } : null;
 }
 
 interface DueDeliveries {
@@ -55,34 +51,76 @@ export interface WebhookDeliveryDeps {
 export interface AttemptOutcome { responseCode: number | null; error: string | null }
 
 /**
- * Deliveries one batch sends at most; a job sends batches until none is due or this time has
- * passed. Then the endpoint's next job sends the rest, after the jobs its organization's other
- * endpoints queued meanwhile (one queue per organization runs one job at a time): short, so that
- * a busy endpoint does not hold back the others' deliveries.
+ * Deliveries one batch sends at most; an endpoint is sent batches until none is due or the job has
+ * run this long. Then the organization's next job sends the rest, after the jobs other
+ * organizations queued meanwhile (one queue per organization runs one job at a time).
  */
 const BATCH = 50;
 const JOB_TIME_MS = 1_000;
+/** Endpoints of one organization sent to at the same time, at most (each one delivery at a time). */
+const ENDPOINTS_AT_ONCE = 8;
+/** While an endpoint is being sent to, how often the others are looked at for new deliveries. */
+const LOOK_AGAIN_MS = 50;
 
 /**
- * An endpoint's deliveries that are due, batch after batch: each body the database made is signed
- * and posted, oldest event first, one at a time; what came back is recorded by
+ * An organization's deliveries that are due: each of its endpoints with deliveries due is sent
+ * them at the same time as the others, batch after batch; to one endpoint, each body the database
+ * made is signed and posted, oldest event first, one at a time, and what came back is recorded by
  * app_private.record_webhook_attempts, which schedules retries, ends deliveries and disables an
- * endpoint that kept failing. Returns how many were posted.
+ * endpoint that kept failing. The job ends by queuing the organization's next jobs. Returns how
+ * many were posted.
  */
 export async function runWebhookDeliveries(deps: WebhookDeliveryDeps, p: WebhookDeliveryPayload): Promise<number> {
   const started = Date.now();
+  const waiting: string[] = []; // due, not being sent to
+  const busy = new Set<string>(); // being sent to
+  const endpointsDue = async () => {
+    const { rows: [{ endpoints }] } = await deps.owner.query<{ endpoints: string[] }>(
+      "select app_private.webhook_endpoints_due($1) as endpoints", [p.organizationId]);
+    for (const id of endpoints) if (!busy.has(id) && !waiting.includes(id)) waiting.push(id);
+  };
+  // While one endpoint is still being sent to (the job cannot end before it answers), the others'
+  // new deliveries are looked for and sent too, rather than waiting for the next job.
+  let looking: Promise<void> | null = null;
+  const lookAgain = () => (looking ??= new Promise((r) => setTimeout(r, LOOK_AGAIN_MS)).then(endpointsDue).finally(() => { looking = null; }));
+  let posted = 0;
+  const sender = async () => {
+    for (;;) {
+      const id = waiting.shift();
+      if (id === undefined) {
+        if (busy.size === 0 || Date.now() - started > JOB_TIME_MS) return;
+        await lookAgain();
+        continue;
+      }
+      busy.add(id);
+      try {
+        const sent = await sendToEndpoint(deps, p.organizationId, id, started);
+        posted += sent;
+      } finally {
+        busy.delete(id);
+      }
+    }
+  };
+  await endpointsDue();
+  // Every sender finishes before the job does, even when one failed: none posts after its job ended.
+  const failed = (await Promise.allSettled(Array.from({ length: ENDPOINTS_AT_ONCE }, sender)))
+    .find((r): r is PromiseRejectedResult => r.status === "rejected");
+  // What is due now (the rest of a busy endpoint's, or an endpoint's that became due meanwhile),
+  // after the other organizations' jobs; and the next retry. Also when a retry job ran early.
+  await deps.owner.query("select app_private.queue_webhook_jobs($1)", [p.organizationId]);
+  if (failed) throw failed.reason;
+  return posted;
+}
+
+/** One endpoint's due deliveries, batch after batch, until none is due or the job's time is up. */
+async function sendToEndpoint(deps: WebhookDeliveryDeps, organizationId: string, webhookEndpointId: string, started: number): Promise<number> {
   let posted = 0;
   // The secret opened and the URL checked once a job, again only if the endpoint changed between batches.
   let sending = null as { url: string; sealed: string; secret: string; target: CheckedUrl | (AttemptOutcome & { error: string }) } | null;
   for (;;) {
     const { rows: [{ due }] } = await deps.owner.query<{ due: DueDeliveries | null }>(
-      "select app_private.webhook_deliveries_due($1, $2) as due", [p.webhookEndpointId, BATCH]);
-    if (!due || due.organizationId !== p.organizationId) return posted;
-    if (due.deliveries.length === 0) {
-      // A retry job that ran early, or a second job for the same deliveries: the next retry still gets its job.
-      await deps.owner.query("select app_private.queue_webhook_endpoint_jobs($1)", [p.webhookEndpointId]);
-      return posted;
-    }
+      "select app_private.webhook_deliveries_due($1, $2) as due", [webhookEndpointId, BATCH]);
+    if (!due || due.organizationId !== organizationId || due.deliveries.length === 0) return posted;
     if (sending === null || sending.url !== due.url || sending.sealed !== due.secretSealed) {
       const secret = deps.secrets.open(due.secretSealed, webhookSecretContext(due.organizationId, due.webhookEndpointId));
       // Every post of the job goes to the address checked.
@@ -98,13 +136,8 @@ export async function runWebhookDeliveries(deps: WebhookDeliveryDeps, p: Webhook
     posted += attempts.length;
     const { rows: [{ more }] } = await deps.owner.query<{ more: boolean }>(
       "select app_private.record_webhook_attempts($1, $2, make_interval(secs => $3), make_interval(secs => $4)) as more",
-      [p.webhookEndpointId, JSON.stringify(attempts), deps.config.webhookRetrySeconds, deps.config.webhookRetryWindowSeconds]);
-    if (!more) return posted;
-    if (Date.now() - started > JOB_TIME_MS) {
-      // Time for the organization's other endpoints: this endpoint's next job sends the rest.
-      await deps.owner.query("select app_private.queue_webhook_endpoint_jobs($1)", [p.webhookEndpointId]);
-      return posted;
-    }
+      [webhookEndpointId, JSON.stringify(attempts), deps.config.webhookRetrySeconds, deps.config.webhookRetryWindowSeconds]);
+    if (!more || Date.now() - started > JOB_TIME_MS) return posted;
   }
 }
 
