@@ -56,7 +56,9 @@ export async function run(args: string[]) {
   });
   const workerExited = new Promise<void>((resolve) => worker.on("exit", () => resolve()));
   // node:http with kept connections: the load generator shares the machine, and fetch cost it about 1 ms a request.
-  const agent = new http.Agent({ keepAlive: true });
+  // A kept connection is dropped after 4 s idle, before the server's 5 s keep-alive timeout closes it
+  // under a request being written (ECONNRESET).
+  const agent = new http.Agent({ keepAlive: true, timeout: 4_000 });
   const gql = (query: string, variables: Record<string, unknown>, credential: string) => new Promise<any>((resolve, reject) => {
     const payload = Buffer.from(JSON.stringify({ query, variables }));
     const request = http.request(`${server.url}/graphql`, { method: "POST", agent,
@@ -92,7 +94,11 @@ export async function run(args: string[]) {
       const started = Date.now();
       const inFlight = new Set<Promise<void>>();
       let failed = 0;
-      const fail = (why: string) => { if (failed++ === 0) console.log(`first failed createLedgerEvent: ${why}`); };
+      const reasons = new Map<string, number>();
+      const fail = (why: string) => {
+        failed++;
+        reasons.set(why, (reasons.get(why) ?? 0) + 1);
+      };
       for (let i = 0; i < count; i++) {
         const due = started + (i * 1000) / rate;
         if (due > Date.now()) await new Promise((r) => setTimeout(r, due - Date.now()));
@@ -101,6 +107,7 @@ export async function run(args: string[]) {
         inFlight.add(tracked);
       }
       await Promise.all(inFlight);
+      for (const [why, n] of reasons) console.log(`createLedgerEvent failed ${n} times: ${why.slice(0, 300)}`);
       return { started, made: Date.now(), failed };
     };
     // Until `total` deliveries arrived, or none arrived for 30 s.
