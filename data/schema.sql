@@ -4235,6 +4235,20 @@ begin
 end $function$
 -- grants: <owner>: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.queue_due_webhook_jobs()
+ RETURNS integer
+ LANGUAGE plpgsql
+AS $function$
+declare v_orgs uuid[];
+begin
+  select array_agg(distinct d.organization_id) into v_orgs
+    from app_public.webhook_deliveries d
+   where d.status = 'pending' and d.next_attempt_at <= now() - interval '1 minute';
+  perform app_private.queue_webhook_jobs(o) from unnest(v_orgs) o;
+  return coalesce(cardinality(v_orgs), 0);
+end $function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.queue_job(task text, payload json, queue_name text DEFAULT NULL::text, run_at timestamp with time zone DEFAULT NULL::timestamp with time zone, max_attempts integer DEFAULT NULL::integer, job_key text DEFAULT NULL::text, preserve_run_at boolean DEFAULT false)
  RETURNS void
  LANGUAGE plpgsql

@@ -386,6 +386,33 @@ describe("deliveries", () => {
     }
   });
 
+  it("a delivery whose job was lost is sent after the minute's sweep queues its organization's job again", async () => {
+    await worker.stop();
+    try {
+      await withReceiver(undefined, async (receiver) => {
+        const { webhookEndpoint } = await createEndpoint(receiver.url, ["ledger_event.created"]);
+        await createEvent(h, t, { merchantName: "Lost Job" });
+        // Its job is gone (failed its last attempt, or taken by a worker that did not know it), and it has waited.
+        await h.owner.query("delete from app_private.job_outbox where task = 'deliver_webhooks' and payload->>'organizationId' = $1", [t.organizationId]);
+        await h.owner.query("delete from graphile_worker._private_jobs where payload->>'organizationId' = $1", [t.organizationId]);
+        await h.owner.query("update app_public.webhook_deliveries set next_attempt_at = now() - interval '90 seconds' where webhook_endpoint_id = $1", [webhookEndpoint.id]);
+        worker = await startTestWorker(h.config);
+        await new Promise((r) => setTimeout(r, 500));
+        expect(receiver.received).toEqual([]);
+        // The cron task's work: only an organization whose delivery waited more than a minute.
+        const { rows: [{ n }] } = await h.owner.query("select app_private.queue_due_webhook_jobs() as n");
+        expect(n).toBe(1);
+        await until(() => receiver.received.length, (k) => k >= 1);
+        expect(receiver.received.map((r) => r.event.data.object.merchantName)).toEqual(["Lost Job"]);
+        await until(async () => (await h.owner.query("select app_private.queue_due_webhook_jobs() as n")).rows[0].n, (k) => k === 0);
+        await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
+      });
+    } finally {
+      await worker.stop();
+      worker = await startTestWorker(h.config);
+    }
+  });
+
   it("sends one bank_import.completed for an import, and receipt events", async () => {
     await withReceiver(undefined, async (receiver) => {
       const { webhookEndpoint } = await createEndpoint(receiver.url, ["bank_import.completed", "ledger_event.created", "receipt.received"]);

@@ -6,7 +6,7 @@ import { createStorage, type Storage } from "../src/storage/index.js";
 import { EXTRACT_RECEIPT_TASK, extractReceiptPayload, MATCH_RECEIPTS_TASK, matchReceiptsPayload, runExtraction, runMatching } from "../src/receipts/jobs.js";
 import { QUEUE_SOURCE_SCANS_TASK, queueDueSourceScans, runSourceScan, SCAN_CLOUD_DRIVE_TASK, SCAN_MAILBOX_TASK, sourceScanPayload } from "../src/sources/jobs.js";
 import { jobPool, recordedJob } from "./job-results.js";
-import { DELIVER_WEBHOOK_TASK, DELIVER_WEBHOOKS_TASK, runWebhookDeliveries, webhookDeliveryPayload } from "../src/webhooks/deliver.js";
+import { DELIVER_WEBHOOK_TASK, DELIVER_WEBHOOKS_TASK, QUEUE_DUE_WEBHOOKS_TASK, runWebhookDeliveries, webhookDeliveryPayload } from "../src/webhooks/deliver.js";
 import { sealedBox, type SealedBox } from "../src/secrets/sealed-box.js";
 import { REBUILD_DAILY_TOTALS_TASK, REEXTRACT_RECEIPTS_TASK, rebuildDailyTotals, reextractReceipts } from "../src/operator-jobs/tasks.js";
 
@@ -90,6 +90,13 @@ export function tasksFor(storage: () => Storage, config: () => Config = loadConf
     // for its delivery's endpoint.
     [DELIVER_WEBHOOKS_TASK]: deliverWebhooks,
     [DELIVER_WEBHOOK_TASK]: deliverWebhooks,
+    // Every minute: a job again for each organization with a delivery due for more than a minute,
+    // should its job have been lost (one that failed its last attempt, or that a worker of an older
+    // release took and did not know).
+    async [QUEUE_DUE_WEBHOOKS_TASK](_payload, helpers) {
+      const { rows: [{ n }] } = await helpers.withPgClient((client) => client.query<{ n: number }>("select app_private.queue_due_webhook_jobs() as n"));
+      if (n > 0) helpers.logger.info(`${QUEUE_DUE_WEBHOOKS_TASK}: webhook jobs queued again for ${n} organization(s)`);
+    },
 
     // Queued after extraction, and when an organization's events change while receipts wait.
     async [MATCH_RECEIPTS_TASK](payload, helpers) {
@@ -108,10 +115,11 @@ export const taskList: TaskList = tasksFor(() => createStorage(loadConfig()));
  * one at a time per organization (app_private.job_queue).
  */
 export const LANES = {
-  quick: ["purge_expired", QUEUE_SOURCE_SCANS_TASK, MATCH_RECEIPTS_TASK, DELIVER_WEBHOOKS_TASK, DELIVER_WEBHOOK_TASK, REEXTRACT_RECEIPTS_TASK],
+  quick: ["purge_expired", QUEUE_SOURCE_SCANS_TASK, MATCH_RECEIPTS_TASK, DELIVER_WEBHOOKS_TASK, DELIVER_WEBHOOK_TASK, QUEUE_DUE_WEBHOOKS_TASK,
+    REEXTRACT_RECEIPTS_TASK],
   reading: [EXTRACT_RECEIPT_TASK],
   long: [SCAN_MAILBOX_TASK, SCAN_CLOUD_DRIVE_TASK, PROCESSOR_IMPORT_TASK, REBUILD_DAILY_TOTALS_TASK, "roll_up_monthly_totals"],
 } as const;
 
 export const crontab = ["0 * * * * purge_expired ?max=1", `* * * * * ${QUEUE_SOURCE_SCANS_TASK} ?max=1`,
-  "15 0 * * * roll_up_monthly_totals ?max=1"].join("\n");
+  `* * * * * ${QUEUE_DUE_WEBHOOKS_TASK} ?max=1`, "15 0 * * * roll_up_monthly_totals ?max=1"].join("\n");

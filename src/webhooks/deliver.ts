@@ -15,6 +15,8 @@ export const DELIVER_WEBHOOKS_TASK = "deliver_webhooks";
  * deploy that raced a job being queued. Served until none can be left.
  */
 export const DELIVER_WEBHOOK_TASK = "deliver_webhook";
+/** The worker's cron task that queues a lost job again (app_private.queue_due_webhook_jobs). */
+export const QUEUE_DUE_WEBHOOKS_TASK = "queue_due_webhooks";
 
 /** An endpoint has this long to answer; what it sends after the status line is not waited for. */
 const ANSWER_TIMEOUT_MS = 10_000;
@@ -86,9 +88,11 @@ export async function runWebhookDeliveries(deps: WebhookDeliveryDeps, p: Webhook
   let posted = 0;
   const sender = async () => {
     for (;;) {
+      // Time's up: what is still due goes to the organization's next job.
+      if (Date.now() - started > JOB_TIME_MS) return;
       const id = waiting.shift();
       if (id === undefined) {
-        if (busy.size === 0 || Date.now() - started > JOB_TIME_MS) return;
+        if (busy.size === 0) return;
         await lookAgain();
         continue;
       }
