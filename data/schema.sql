@@ -4852,6 +4852,11 @@ declare
   v_failed uuid[];
   v_endpoint uuid;
 begin
+  -- The endpoints first, then their deliveries: the order updateWebhookEndpoint takes them in when
+  -- it disables one (fail_pending_webhook_deliveries), so that the two never deadlock.
+  perform 1 from app_public.webhook_endpoints ep
+   where ep.id in (select d.webhook_endpoint_id from app_public.webhook_deliveries d where d.id = any (v_ids))
+   order by ep.id for no key update;
   with outcome as (
     select x.delivery_id, x.attempt, x.response_code, x.n,
            x.error is null and coalesce(x.response_code between 200 and 299, false) as ok,
@@ -4860,7 +4865,7 @@ begin
       from rows from (jsonb_to_recordset(outcomes) as ("deliveryId" uuid, attempt integer, "responseCode" integer, error text))
              with ordinality x(delivery_id, attempt, response_code, error, n)
   ), locked as materialized (
-    -- In the order they were made, as every other change of an endpoint's deliveries takes them.
+    -- In the order they were made.
     select d.id from app_public.webhook_deliveries d
      where d.id = any (v_ids) order by d.seq for update
   ), recorded as (
@@ -4911,15 +4916,15 @@ CREATE OR REPLACE FUNCTION app_private.record_webhook_event(org uuid, type text,
  SET search_path TO 'pg_catalog', 'pg_temp'
 AS $function$
 declare
-  v_endpoints uuid[];
+  v_subscribed boolean;
 begin
   -- Few statements: the caller may hold a lock that others wait on until it commits (the day's counts).
   -- Only for the organization the caller is in (the operator's and the worker's: any).
   perform app_private.check_job_organization(org);
-  select array_agg(ep.id order by ep.id) into v_endpoints
-    from app_public.webhook_endpoints ep
-   where ep.organization_id = org and ep.status = 'enabled' and record_webhook_event.type = any (ep.events);
-  if v_endpoints is null then return; end if;
+  select exists (select 1 from app_public.webhook_endpoints ep
+                  where ep.organization_id = org and ep.status = 'enabled' and record_webhook_event.type = any (ep.events))
+    into v_subscribed;
+  if not v_subscribed then return; end if;
   if object is null then
     object := case split_part(record_webhook_event.type, '.', 1)
       when 'ledger_event' then (select app_private.ledger_event_json_by_id(e.id) from app_public.ledger_events e
@@ -4929,12 +4934,16 @@ begin
     if object is null then raise exception 'record_webhook_event: no % of organization % with id %', type, org, object_id; end if;
   end if;
   -- The event and its deliveries in one statement; the organization's job (one for all its endpoints).
+  -- The endpoints read again in the statement that inserts: one deleted or disabled since the
+  -- check above gets no delivery.
   with event as (
     insert into app_public.webhook_events (organization_id, type, object)
       values (org, record_webhook_event.type, object)
       returning id)
   insert into app_public.webhook_deliveries (organization_id, webhook_endpoint_id, webhook_event_id)
-    select org, x.id, event.id from event, unnest(v_endpoints) with ordinality x(id, n) order by x.n;
+    select org, ep.id, event.id from event, app_public.webhook_endpoints ep
+     where ep.organization_id = org and ep.status = 'enabled' and record_webhook_event.type = any (ep.events)
+     order by ep.id;
   perform app_private.queue_webhook_job(org, now());
 end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE

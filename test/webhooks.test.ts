@@ -386,6 +386,25 @@ describe("deliveries", () => {
     }
   });
 
+  it("an endpoint whose secret this server cannot open: failed attempts, retried later; the others are sent to", async () => {
+    await withReceiver(undefined, async (broken) => {
+      await withReceiver(undefined, async (fine) => {
+        const endpoints = [await createEndpoint(broken.url, ["ledger_event.created"]), await createEndpoint(fine.url, ["ledger_event.created"])];
+        const brokenId = endpoints[0].webhookEndpoint.id;
+        await h.owner.query("update app_public.webhook_endpoints set secret_sealed = 'v1:broken:seal:x' where id = $1", [brokenId]);
+        await createEvent(h, t, { merchantName: "Sealed Badly" });
+        await until(() => fine.received.length, (n) => n >= 1);
+        const log = await until(async () => dataOf(await h.gql(DELIVERIES, { o: t.organizationId, id: brokenId }, t.ownerJwt), "listWebhookDeliveries"),
+          (l) => l.items[0]?.attempts >= 1);
+        expect(log.items[0]).toMatchObject({ status: "pending", attempts: 1, responseCode: null,
+          lastError: "The endpoint's signing secret could not be opened on the server; nothing was sent." });
+        expect(log.items[0].nextAttemptAt).not.toBeNull();
+        expect(broken.received).toEqual([]);
+        for (const { webhookEndpoint } of endpoints) await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
+      });
+    });
+  });
+
   it("a delivery whose job was lost is sent after the minute's sweep queues its organization's job again", async () => {
     await worker.stop();
     try {
@@ -500,11 +519,16 @@ describe("deliveries", () => {
       const [d1, d2, d3] = ids.map((r) => r.id);
       const outcome = (deliveryId: string, responseCode: number | null, error: string | null = null, attempt = 0) =>
         ({ deliveryId, attempt, responseCode, error });
-      /** The batch recorded (a retry window of `window`), then the deliveries and the endpoint, all rolled back. */
-      const recorded = async (window: string, ...batches: ReturnType<typeof outcome>[][]) => {
+      /**
+       * The batch recorded (a retry window of `window`; the endpoint failing since an hour ago when
+       * `failingBefore`), then the deliveries and the endpoint, all rolled back.
+       */
+      const recorded = async (window: string, ...batches: ReturnType<typeof outcome>[][]) => recordedAfter(false, window, ...batches);
+      const recordedAfter = async (failingBefore: boolean, window: string, ...batches: ReturnType<typeof outcome>[][]) => {
         const client = await h.owner.connect();
         try {
           await client.query("begin");
+          if (failingBefore) await client.query("update app_public.webhook_endpoints set failing_since = now() - interval '1 hour' where id = $1", [ep]);
           const more: boolean[] = [];
           for (const batch of batches) {
             more.push((await client.query("select app_private.record_webhook_attempts($1, $2, interval '1 hour', $3::interval) as more",
@@ -543,6 +567,12 @@ describe("deliveries", () => {
       const disabled = await recorded("0 seconds", [outcome(d1, 200), outcome(d2, 410)]);
       expect(disabled.deliveries.map((d) => d.status)).toEqual(["succeeded", "failed", "failed"]);
       expect(disabled.endpoint).toMatchObject({ status: "disabled", failing_now: true });
+
+      // Failing since an hour ago: a success then a failure makes it failing since now; failures alone keep the hour.
+      const moved = await recordedAfter(true, "1 day", [outcome(d1, 200), outcome(d2, 500)]);
+      expect(moved.endpoint).toEqual({ status: "enabled", failing_now: true, not_failing: false });
+      const kept = await recordedAfter(true, "1 day", [outcome(d1, 500), outcome(d2, 500)]);
+      expect(kept.endpoint).toEqual({ status: "enabled", failing_now: false, not_failing: false });
 
       // Due now, with more than the batch: the job goes on.
       const more = await recorded("1 day", [outcome(d1, 200)]);

@@ -3,6 +3,7 @@ import https from "node:https";
 import net from "node:net";
 import type pg from "pg";
 import type { Config } from "../config.js";
+import { logger } from "../logger.js";
 import { OutboundRefused, outboundOf, type OutboundOptions } from "../outbound/guard.js";
 import { webhookSecretContext, type SealedBox } from "../secrets/sealed-box.js";
 import { checkWebhookUrl, type CheckedUrl } from "./endpoint-url.js";
@@ -110,8 +111,9 @@ export async function runWebhookDeliveries(deps: WebhookDeliveryDeps, p: Webhook
   const failed = (await Promise.allSettled(Array.from({ length: ENDPOINTS_AT_ONCE }, sender)))
     .find((r): r is PromiseRejectedResult => r.status === "rejected");
   // What is due now (the rest of a busy endpoint's, or an endpoint's that became due meanwhile),
-  // after the other organizations' jobs; and the next retry. Also when a retry job ran early.
-  await deps.owner.query("select app_private.queue_webhook_jobs($1)", [p.organizationId]);
+  // after the other organizations' jobs; and the next retry. Also when a retry job ran early. A
+  // job that failed queues only the retry: graphile-worker runs it again after its backoff.
+  await deps.owner.query("select app_private.queue_webhook_jobs($1, $2)", [p.organizationId, failed === undefined]);
   if (failed) throw failed.reason;
   return posted;
 }
@@ -126,9 +128,7 @@ async function sendToEndpoint(deps: WebhookDeliveryDeps, organizationId: string,
       "select app_private.webhook_deliveries_due($1, $2) as due", [webhookEndpointId, BATCH]);
     if (!due || due.organizationId !== organizationId || due.deliveries.length === 0) return posted;
     if (sending === null || sending.url !== due.url || sending.sealed !== due.secretSealed) {
-      const secret = deps.secrets.open(due.secretSealed, webhookSecretContext(due.organizationId, due.webhookEndpointId));
-      // Every post of the job goes to the address checked.
-      sending = { url: due.url, sealed: due.secretSealed, secret, target: await deliveryTarget(due.url, outboundOf(deps.config)) };
+      sending = { url: due.url, sealed: due.secretSealed, ...await signingTarget(deps, due) };
     }
     const { secret, target } = sending;
     const attempts: (AttemptOutcome & { deliveryId: string; attempt: number })[] = [];
@@ -145,8 +145,26 @@ async function sendToEndpoint(deps: WebhookDeliveryDeps, organizationId: string,
   }
 }
 
-// Connections are kept for the next delivery to the same address (the address was checked).
-const agents = { "http:": new http.Agent({ keepAlive: true, maxSockets: 8 }), "https:": new https.Agent({ keepAlive: true, maxSockets: 8 }) };
+/**
+ * The endpoint's secret and the address its posts go to (every post of the job goes to the
+ * address checked), or why it cannot be posted to, as each attempt's outcome: a refused address,
+ * or a secret this server cannot open (recorded as a failed attempt, so that it is retried and
+ * ends as any failure does, rather than failing the organization's job again and again).
+ */
+async function signingTarget(deps: WebhookDeliveryDeps, due: DueDeliveries): Promise<{ secret: string; target: CheckedUrl | (AttemptOutcome & { error: string }) }> {
+  let secret: string;
+  try {
+    secret = deps.secrets.open(due.secretSealed, webhookSecretContext(due.organizationId, due.webhookEndpointId));
+  } catch (e) {
+    logger.error({ err: { message: (e as Error).message }, webhookEndpointId: due.webhookEndpointId }, "webhook: the endpoint's signing secret could not be opened");
+    return { secret: "", target: { responseCode: null, error: "The endpoint's signing secret could not be opened on the server; nothing was sent." } };
+  }
+  return { secret, target: await deliveryTarget(due.url, outboundOf(deps.config)) };
+}
+
+// Connections are kept for the next delivery to the same address (the address was checked). No
+// limit of sockets: a request waiting for one would spend its answer's 10 s waiting.
+const agents = { "http:": new http.Agent({ keepAlive: true }), "https:": new https.Agent({ keepAlive: true }) };
 
 /** Where a webhook URL may be posted to now (checkWebhookUrl), or why not, as an attempt's outcome. */
 async function deliveryTarget(url: string, outbound: OutboundOptions): Promise<CheckedUrl | AttemptOutcome & { error: string }> {
