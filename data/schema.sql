@@ -4243,6 +4243,7 @@ declare v_orgs uuid[];
 begin
   select array_agg(distinct d.organization_id) into v_orgs
     from app_public.webhook_deliveries d
+    join app_public.webhook_endpoints ep on ep.id = d.webhook_endpoint_id and ep.status = 'enabled'
    where d.status = 'pending' and d.next_attempt_at <= now() - interval '1 minute';
   perform app_private.queue_webhook_jobs(o) from unnest(v_orgs) o;
   return coalesce(cardinality(v_orgs), 0);

@@ -424,6 +424,18 @@ describe("deliveries", () => {
         await until(() => receiver.received.length, (k) => k >= 1);
         expect(receiver.received.map((r) => r.event.data.object.merchantName)).toEqual(["Lost Job"]);
         await until(async () => (await h.owner.query("select app_private.queue_due_webhook_jobs() as n")).rows[0].n, (k) => k === 0);
+        // A disabled endpoint's delivery left pending has no job to lose: not counted.
+        const client = await h.owner.connect();
+        try {
+          await client.query("begin");
+          await client.query("update app_public.webhook_endpoints set status = 'disabled' where id = $1", [webhookEndpoint.id]);
+          await client.query("update app_public.webhook_deliveries set status = 'pending', next_attempt_at = now() - interval '90 seconds' where webhook_endpoint_id = $1",
+            [webhookEndpoint.id]);
+          expect((await client.query("select app_private.queue_due_webhook_jobs() as n")).rows[0].n).toBe(0);
+        } finally {
+          await client.query("rollback");
+          client.release();
+        }
         await h.gql(DELETE, { o: t.organizationId, id: webhookEndpoint.id }, t.ownerJwt);
       });
     } finally {

@@ -45,8 +45,11 @@ interface DueDeliveries {
   deliveries: { deliveryId: string; attempt: number; body: string }[];
 }
 
+/** What a job queries with: the worker's pool, or its queries one at a time (oneAtATime). */
+interface Queries { query<R extends pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>> }
+
 export interface WebhookDeliveryDeps {
-  owner: pg.Pool;
+  owner: Queries;
   config: Pick<Config, "outboundAllowLoopback" | "webhookRetrySeconds" | "webhookRetryWindowSeconds">;
   secrets: SealedBox;
 }
@@ -73,8 +76,10 @@ const LOOK_AGAIN_MS = 50;
  * endpoint that kept failing. The job ends by queuing the organization's next jobs. Returns how
  * many were posted.
  */
-export async function runWebhookDeliveries(deps: WebhookDeliveryDeps, p: WebhookDeliveryPayload): Promise<number> {
+export async function runWebhookDeliveries(jobDeps: WebhookDeliveryDeps, p: WebhookDeliveryPayload): Promise<number> {
   const started = Date.now();
+  // The worker's pool has a connection per slot; the job's senders take turns on one.
+  const deps = { ...jobDeps, owner: oneAtATime(jobDeps.owner) };
   const waiting: string[] = []; // due, not being sent to
   const busy = new Set<string>(); // being sent to
   const endpointsDue = async () => {
@@ -116,6 +121,18 @@ export async function runWebhookDeliveries(deps: WebhookDeliveryDeps, p: Webhook
   await deps.owner.query("select app_private.queue_webhook_jobs($1, $2)", [p.organizationId, failed === undefined]);
   if (failed) throw failed.reason;
   return posted;
+}
+
+/** `pool`'s queries, each after the one before has ended (whether it succeeded or not). */
+function oneAtATime(pool: Queries): Queries {
+  let last: Promise<unknown> = Promise.resolve();
+  return {
+    query<R extends pg.QueryResultRow>(text: string, values?: unknown[]) {
+      const run = last.then(() => pool.query<R>(text, values));
+      last = run.catch(() => {}); // the next waits for this one, not for its success
+      return run;
+    },
+  };
 }
 
 /** One endpoint's due deliveries, batch after batch, until none is due or the job's time is up. */
