@@ -65,6 +65,8 @@ const BATCH = 50;
 const JOB_TIME_MS = 1_000;
 /** Endpoints of one organization sent to at the same time, at most (each one delivery at a time). */
 const ENDPOINTS_AT_ONCE = 8;
+/** A job's queries at once, at most, however many endpoints it sends to. */
+const DB_QUERIES_AT_ONCE = 2;
 /** While an endpoint is being sent to, how often the others are looked at for new deliveries. */
 const LOOK_AGAIN_MS = 50;
 
@@ -78,8 +80,8 @@ const LOOK_AGAIN_MS = 50;
  */
 export async function runWebhookDeliveries(jobDeps: WebhookDeliveryDeps, p: WebhookDeliveryPayload): Promise<number> {
   const started = Date.now();
-  // The worker's pool has a connection per slot; the job's senders take turns on one.
-  const deps = { ...jobDeps, owner: oneAtATime(jobDeps.owner) };
+  // The worker's pool has a connection per slot and a few to spare; the job's senders share two.
+  const deps = { ...jobDeps, owner: atMost(DB_QUERIES_AT_ONCE, jobDeps.owner) };
   const waiting: string[] = []; // due, not being sent to
   const busy = new Set<string>(); // being sent to
   const endpointsDue = async () => {
@@ -123,14 +125,22 @@ export async function runWebhookDeliveries(jobDeps: WebhookDeliveryDeps, p: Webh
   return posted;
 }
 
-/** `pool`'s queries, each after the one before has ended (whether it succeeded or not). */
-function oneAtATime(pool: Queries): Queries {
-  let last: Promise<unknown> = Promise.resolve();
+/** `pool`'s queries, at most `n` at a time (the others wait their turn, in order). */
+function atMost(n: number, pool: Queries): Queries {
+  let running = 0;
+  const waiting: (() => void)[] = [];
   return {
-    query<R extends pg.QueryResultRow>(text: string, values?: unknown[]) {
-      const run = last.then(() => pool.query<R>(text, values));
-      last = run.catch(() => {}); // the next waits for this one, not for its success
-      return run;
+    async query<R extends pg.QueryResultRow>(text: string, values?: unknown[]) {
+      if (running >= n) await new Promise<void>((resolve) => waiting.push(resolve));
+      else running++;
+      try {
+        return await pool.query<R>(text, values);
+      } finally {
+        // The turn passes to the next in line, or is given back.
+        const next = waiting.shift();
+        if (next) next();
+        else running--;
+      }
     },
   };
 }
