@@ -4396,8 +4396,7 @@ begin
   select bool_or(r.due), min(r.next) into v_due, v_next
     from app_public.webhook_endpoints ep
     cross join lateral (
-      select exists (select 1 from app_public.webhook_deliveries d where d.webhook_endpoint_id = ep.id and d.status = 'pending'
-                       and d.next_attempt_at <= now()) as due,
+      select app_private.webhook_endpoint_has_due(ep.id) as due,
              (select min(d.next_attempt_at) from app_public.webhook_deliveries d where d.webhook_endpoint_id = ep.id
                  and d.status = 'pending' and d.attempts > 0 and d.next_attempt_at > now()) as next) r
    where ep.organization_id = queue_webhook_jobs.organization_id and ep.status = 'enabled';
@@ -4904,9 +4903,9 @@ begin
   end loop;
   perform app_private.queue_webhook_jobs(x.organization_id, due_now => false)
      from (select distinct d.organization_id from app_public.webhook_deliveries d where d.id = any (v_ids)) x;
-  return exists (select 1 from app_public.webhook_deliveries d join app_public.webhook_endpoints ep on ep.id = d.webhook_endpoint_id
-                  where d.webhook_endpoint_id = record_webhook_attempts.webhook_endpoint_id and d.status = 'pending'
-                    and d.next_attempt_at <= now() and ep.status = 'enabled');
+  return exists (select 1 from app_public.webhook_endpoints ep
+                  where ep.id = record_webhook_attempts.webhook_endpoint_id and ep.status = 'enabled'
+                    and app_private.webhook_endpoint_has_due(ep.id));
 end $function$
 -- grants: <owner>: EXECUTE
 
@@ -6529,6 +6528,18 @@ AS $function$ select jsonb_build_object('id', d.id, 'webhookEndpointId', d.webho
      'created', app_private.iso(d.created)) $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
+CREATE OR REPLACE FUNCTION app_private.webhook_endpoint_has_due(webhook_endpoint_id uuid)
+ RETURNS boolean
+ LANGUAGE plpgsql
+ STABLE
+AS $function$
+begin
+  return exists (select 1 from app_public.webhook_deliveries d
+                  where d.webhook_endpoint_id = webhook_endpoint_has_due.webhook_endpoint_id and d.status = 'pending'
+                    and d.next_attempt_at <= now());
+end $function$
+-- grants: <owner>: EXECUTE
+
 CREATE OR REPLACE FUNCTION app_private.webhook_endpoint_json(webhook_endpoint_id uuid)
  RETURNS jsonb
  LANGUAGE sql
@@ -6576,8 +6587,7 @@ AS $function$
   select coalesce(array_agg(ep.id order by ep.id), '{}')
     from app_public.webhook_endpoints ep
    where ep.organization_id = webhook_endpoints_due.organization_id and ep.status = 'enabled'
-     and exists (select 1 from app_public.webhook_deliveries d where d.webhook_endpoint_id = ep.id and d.status = 'pending'
-                   and d.next_attempt_at <= now())
+     and app_private.webhook_endpoint_has_due(ep.id)
 $function$
 -- grants: <owner>: EXECUTE
 
