@@ -210,7 +210,12 @@ export async function latencyRow(name: string, request: (i: number) => Promise<u
     await request(i);
     times.push(performance.now() - t0);
   }
-  times.sort((a, b) => a - b);
-  const pct = (p: number) => times[Math.min(times.length - 1, Math.floor((p / 100) * times.length))].toFixed(1);
+  return percentileRow(name, times);
+}
+
+/** `| name | p50 | p95 | p99 |` of `times` (ms). */
+export function percentileRow(name: string, times: number[]): string {
+  const sorted = [...times].sort((a, b) => a - b);
+  const pct = (p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))].toFixed(1);
   return `| ${name} | ${pct(50)} | ${pct(95)} | ${pct(99)} |`;
 }

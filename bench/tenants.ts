@@ -1,5 +1,5 @@
 import pg from "pg";
-import { benchDatabase, daysAgo, generateLedgers, graphqlClient, startServer } from "./support.js";
+import { benchDatabase, daysAgo, generateLedgers, graphqlClient, percentileRow, startServer } from "./support.js";
 
 /**
  * `npm run bench -- tenants [--tenants T] [--events N] [--big B] [--reuse]` (issue 31): a database
@@ -107,10 +107,8 @@ export async function run(args: string[]) {
           }
         }
         sides.forEach((side, k) => {
-          const sorted = times[k].sort((x, y) => x - y);
-          const pct = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor((q / 100) * sorted.length))].toFixed(1);
           const name = imports ? `${cases[k][c][0]} (${measured} after ${warm} unmeasured)` : cases[k][c][0];
-          const line = `| ${side.label} | ${name} | ${pct(50)} | ${pct(95)} | ${pct(99)} |`;
+          const line = percentileRow(`${side.label} | ${name}`, times[k]);
           rows.push(line);
           console.log(line);
         });
