@@ -3137,9 +3137,14 @@ $function$
 
 CREATE OR REPLACE FUNCTION app_private.is_sale(category uuid, event_type text)
  RETURNS boolean
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
-AS $function$ select coalesce((select a.classification = 'revenue' from app_public.accounts a where a.id = category), event_type = 'income') $function$
+AS $function$
+declare v_classification text;
+begin
+  select a.classification into v_classification from app_public.accounts a where a.id = category;
+  return coalesce(v_classification = 'revenue', event_type = 'income');
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.iso(ts timestamp with time zone)
@@ -5329,14 +5334,18 @@ $function$
 
 CREATE OR REPLACE FUNCTION app_private.sales_tax_rate(code text, on_day date)
  RETURNS numeric
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE PARALLEL SAFE
 AS $function$
-  select coalesce(
-    (select r.rate from app_public.sales_tax_rates_before r
-      where r.code = sales_tax_rate.code and on_day < r.before order by r.before limit 1),
-    (select s.rate from app_public.sales_tax_codes s where s.code = sales_tax_rate.code))
-$function$
+declare v_rate numeric;
+begin
+  select r.rate into v_rate from app_public.sales_tax_rates_before r
+   where r.code = sales_tax_rate.code and on_day < r.before order by r.before limit 1;
+  if v_rate is null then
+    select s.rate into v_rate from app_public.sales_tax_codes s where s.code = sales_tax_rate.code;
+  end if;
+  return v_rate;
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.sales_tax_return_lines(org uuid, period daterange, tax_type text)
@@ -5651,13 +5660,15 @@ $function$
 
 CREATE OR REPLACE FUNCTION app_private.tax_for_account(amount numeric, code text, sale boolean, on_day date)
  RETURNS numeric
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
 AS $function$
-  select case when exists (select 1 from app_public.sales_tax_codes s where s.code = tax_for_account.code)
-    then coalesce((select sum(t.portion) from app_private.tax_included_parts(amount, code, on_day) t
-                    where t.recoverable or sale), 0) end
-$function$
+declare v_tax numeric;
+begin
+  if not exists (select 1 from app_public.sales_tax_codes s where s.code = tax_for_account.code) then return null; end if;
+  select coalesce(sum(t.portion), 0) into v_tax from app_private.tax_included_parts(amount, code, on_day) t where t.recoverable or sale;
+  return v_tax;
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.tax_included_parts(amount numeric, code text, on_day date)
