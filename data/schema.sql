@@ -1514,18 +1514,19 @@ end $function$
 
 CREATE OR REPLACE FUNCTION app_private.authenticate_user_in(user_id uuid, org uuid)
  RETURNS text
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE SECURITY DEFINER
  SET search_path TO 'pg_catalog', 'app_public'
 AS $function$
-  select case
-    when not exists (select 1 from app_public.users u where u.id = user_id) then 'invalid_user'
+begin
+  return case
+    when not exists (select 1 from app_public.users u where u.id = authenticate_user_in.user_id) then 'invalid_user'
     when org is null then 'ok'
     when not exists (select 1 from app_public.organizations o where o.id = org) then 'organization_not_found'
     when not exists (select 1 from app_public.memberships m where m.organization_id = org and m.user_id = authenticate_user_in.user_id) then 'not_member'
     else 'ok'
-  end
-$function$
+  end;
+end $function$
 -- grants: <owner>: EXECUTE; accounting_authenticator: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.bank_import_layout(org uuid, payment_account_id uuid)
@@ -2890,9 +2891,10 @@ CREATE OR REPLACE FUNCTION app_private.fiscal_year_start(fiscal_year_start text,
  LANGUAGE sql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-  select case when s <= as_of then s else (s - interval '1 year')::date end
-    from (select make_date(extract(year from as_of)::integer, substr(fiscal_year_start, 1, 2)::integer,
-                           substr(fiscal_year_start, 4, 2)::integer) as s) x
+  select make_date(extract(year from as_of)::integer
+                     - (extract(month from as_of) * 100 + extract(day from as_of)
+                        < substr(fiscal_year_start, 1, 2)::integer * 100 + substr(fiscal_year_start, 4, 2)::integer)::integer,
+                   substr(fiscal_year_start, 1, 2)::integer, substr(fiscal_year_start, 4, 2)::integer)
 $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
@@ -3210,9 +3212,12 @@ AS $function$ select interval '30 days' $function$
 
 CREATE OR REPLACE FUNCTION app_private.ledger_event_json_by_id(event_id uuid)
  RETURNS jsonb
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
-AS $function$ select x.event from app_private.ledger_events_json(array[ledger_event_json_by_id.event_id]) x $function$
+AS $function$
+begin
+  return (select x.event from app_private.ledger_events_json(array[ledger_event_json_by_id.event_id]) x);
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.ledger_events_json(event_ids uuid[])
@@ -4600,12 +4605,15 @@ $function$
 
 CREATE OR REPLACE FUNCTION app_private.receipt_count(org uuid, period daterange)
  RETURNS integer
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
-AS $function$ select count(*)::integer from app_public.receipts r
-    where r.organization_id = org and r.status <> 'rejected'
-      and r.uploaded_at >= (lower(period)::timestamp at time zone 'UTC')
-      and r.uploaded_at < (upper(period)::timestamp at time zone 'UTC') $function$
+AS $function$
+begin
+  return (select count(*)::integer from app_public.receipts r
+           where r.organization_id = org and r.status <> 'rejected'
+             and r.uploaded_at >= (lower(period)::timestamp at time zone 'UTC')
+             and r.uploaded_at < (upper(period)::timestamp at time zone 'UTC'));
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.receipt_for_update(receipt_id uuid)
@@ -5731,17 +5739,18 @@ $function$
 
 CREATE OR REPLACE FUNCTION app_private.tax_type_account(org uuid, tax_type text)
  RETURNS uuid
- LANGUAGE sql
+ LANGUAGE plpgsql
  STABLE
 AS $function$
-  select a.id from app_public.accounts a
-   where a.organization_id = org and a.active
-     and a.classification in ('liability', 'asset') and a.account_type not in ('bank', 'credit_card', 'clearing')
-     and (a.sub_type = tax_type_account.tax_type
-          or (tax_type_account.tax_type = 'GST_HST' and a.account_type = 'tax_payable' and coalesce(a.sub_type, '') not in ('QST', 'PST')))
-   order by a.sub_type is not distinct from tax_type_account.tax_type desc, a.created, a.id
-   limit 1
-$function$
+begin
+  return (select a.id from app_public.accounts a
+           where a.organization_id = org and a.active
+             and a.classification in ('liability', 'asset') and a.account_type not in ('bank', 'credit_card', 'clearing')
+             and (a.sub_type = tax_type_account.tax_type
+                  or (tax_type_account.tax_type = 'GST_HST' and a.account_type = 'tax_payable' and coalesce(a.sub_type, '') not in ('QST', 'PST')))
+           order by a.sub_type is not distinct from tax_type_account.tax_type desc, a.created, a.id
+           limit 1);
+end $function$
 -- grants: <owner>: EXECUTE; accounting_visitor: EXECUTE
 
 CREATE OR REPLACE FUNCTION app_private.tg__nfc()
