@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTenant, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
-import { accountsOf, addAccount, call, type Accounts } from "./ledger-fixtures.js";
+import { accountsOf, call, tenantWithAccounts, type Accounts } from "./ledger-fixtures.js";
 
 let h: Harness;
 let t: Tenant;
@@ -9,10 +9,7 @@ let customer: string;
 let vendor: string;
 beforeAll(async () => {
   h = await startHarness();
-  t = await createTenant(h);
-  acc = await accountsOf(h, t);
-  acc["Service Revenue"] = await addAccount(h, t, "Service Revenue", "income", "revenue");
-  acc["Office Supplies"] = await addAccount(h, t, "Office Supplies", "expense", "expense");
+  ({ t, acc } = await tenantWithAccounts(h, { "Service Revenue": ["income", "revenue"], "Office Supplies": ["expense", "expense"] }));
   customer = await contact(t, "customer", "Laval Print");
   vendor = await contact(t, "vendor", "Paper Co");
 });

@@ -1,7 +1,7 @@
 import { randomInt } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
-import { accountsOf, addAccount, call, CLASSIFY, CONFIRM, CREATE, createEvent, GET, UPDATE, type Accounts } from "./ledger-fixtures.js";
+import { dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { call, CLASSIFY, CONFIRM, CREATE, createEvent, GET, tenantWithAccounts, UPDATE, type Accounts } from "./ledger-fixtures.js";
 
 /**
  * Every value GraphQL accepts for an Int, a date or an amount argument is either served or refused
@@ -13,9 +13,7 @@ let t: Tenant;
 let acc: Accounts;
 beforeAll(async () => {
   h = await startHarness();
-  t = await createTenant(h);
-  acc = await accountsOf(h, t);
-  acc["Big Purchases"] = await addAccount(h, t, "Big Purchases", "expense", "expense");
+  ({ t, acc } = await tenantWithAccounts(h, { "Big Purchases": ["expense", "expense"] }));
 });
 afterAll(() => h?.close());
 

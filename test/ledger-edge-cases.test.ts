@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTenant, createUser, dataOf, jwtFor, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
-import { accountsOf, bookEvent, call, createEvent, UPDATE, type Accounts } from "./ledger-fixtures.js";
+import { createTenant, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { accountsOf, bookEvent, call, createEvent, tenantWithAccounts, UPDATE, type Accounts } from "./ledger-fixtures.js";
 
 /** Ledger behaviours at the edges: each, got wrong, would corrupt the books or mislead a client. */
 let h: Harness;
@@ -8,8 +8,7 @@ let t: Tenant;
 let acc: Accounts;
 beforeAll(async () => {
   h = await startHarness();
-  t = await createTenant(h);
-  acc = await accountsOf(h, t);
+  ({ t, acc } = await tenantWithAccounts(h));
 });
 afterAll(() => h?.close());
 

@@ -1,4 +1,4 @@
-import { dataOf, type Harness, type Tenant } from "./helpers/harness.js";
+import { createTenant, dataOf, type Harness, type Tenant } from "./helpers/harness.js";
 
 /** Shared by the ledger and report tests: GraphQL documents and raw-SQL views of the books. */
 export const EVENT_FIELDS = `id eventType direction merchantName functionalAmount functionalCurrency transactionDate status memo
@@ -24,6 +24,18 @@ export type Accounts = Record<string, string>;
 export async function accountsOf(h: Harness, t: Tenant): Promise<Accounts> {
   const { rows } = await h.owner.query("select id, name from app_public.accounts where organization_id = $1", [t.organizationId]);
   return Object.fromEntries(rows.map((r) => [r.name, r.id]));
+}
+
+/**
+ * A tenant made as the operator would, and its accounts by name: the starter chart, and `extra`
+ * (name: [accountType, classification]) added as the operator would.
+ */
+export async function tenantWithAccounts(h: Harness, extra: Record<string, [accountType: string, classification: string]> = {}):
+    Promise<{ t: Tenant; acc: Accounts }> {
+  const t = await createTenant(h);
+  const acc = await accountsOf(h, t);
+  for (const [name, [accountType, classification]] of Object.entries(extra)) acc[name] = await addAccount(h, t, name, accountType, classification);
+  return { t, acc };
 }
 
 /** An extra account, written as the operator would (the chart's own API is tested elsewhere). */

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTenant, createUser, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
-import { accountsOf, call, CREATE as CREATE_EVENT, createEvent, GET, UPDATE as UPDATE_EVENT, type Accounts } from "./ledger-fixtures.js";
+import { createUser, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { call, CREATE as CREATE_EVENT, createEvent, GET, tenantWithAccounts, UPDATE as UPDATE_EVENT, type Accounts } from "./ledger-fixtures.js";
 
 /**
  * Human-entered text is stored in Unicode NFC: "Café" with a composed é (U+00E9) and with e + a
@@ -18,8 +18,7 @@ let t: Tenant;
 let acc: Accounts;
 beforeAll(async () => {
   h = await startHarness();
-  t = await createTenant(h);
-  acc = await accountsOf(h, t);
+  ({ t, acc } = await tenantWithAccounts(h));
   expect(CAFE).not.toBe(CAFE_NFD);
   expect(composed(CAFE_NFD)).toBe(CAFE);
 });

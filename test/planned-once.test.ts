@@ -1,7 +1,7 @@
 import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTenant, createUser, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
-import { accountsOf, addAccount, createEvent, type Accounts } from "./ledger-fixtures.js";
+import { createUser, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { createEvent, tenantWithAccounts, type Accounts } from "./ledger-fixtures.js";
 
 /**
  * The request paths run no SQL-language function as a call of its own (docs/architecture.md, SQL
@@ -16,9 +16,7 @@ let t: Tenant;
 let acc: Accounts;
 beforeAll(async () => {
   h = await startHarness();
-  t = await createTenant(h);
-  acc = await accountsOf(h, t);
-  acc["Office Supplies"] = await addAccount(h, t, "Office Supplies", "expense", "expense");
+  ({ t, acc } = await tenantWithAccounts(h, { "Office Supplies": ["expense", "expense"] }));
 });
 afterAll(async () => { await h?.close(); });
 

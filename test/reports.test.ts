@@ -2,7 +2,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTenant, dataOf, errorOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
 import { GENERAL_LEDGER_PAGE } from "../plugins/general-ledger.js";
-import { accountsOf, addAccount, bookEvent, call, createEvent, REJECT, type Accounts } from "./ledger-fixtures.js";
+import { accountsOf, bookEvent, call, createEvent, REJECT, tenantWithAccounts, type Accounts } from "./ledger-fixtures.js";
 
 /**
  * A hand-checked month of books (March 2026), with tax splits, a voided entry, an unconfirmed
@@ -27,9 +27,7 @@ let acc: Accounts;
 
 beforeAll(async () => {
   h = await startHarness();
-  t = await createTenant(h);
-  acc = await accountsOf(h, t);
-  acc["Office Supplies"] = await addAccount(h, t, "Office Supplies", "expense", "expense");
+  ({ t, acc } = await tenantWithAccounts(h, { "Office Supplies": ["expense", "expense"] }));
   const chq = acc["Chequing"];
   await bookEvent(h, t, { merchantName: "Customer", amount: "1130.00", transactionDate: "2026-03-05", eventType: "income" },
     { categoryId: acc["Sales Revenue"], paymentId: chq, taxCode: "HST_ON" });

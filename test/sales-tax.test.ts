@@ -1,15 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTenant, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
-import { accountsOf, addAccount, call, CLASSIFY, CONFIRM, createEvent, GET, UPDATE, type Accounts } from "./ledger-fixtures.js";
+import { startHarness, type Harness, type Tenant } from "./helpers/harness.js";
+import { call, CLASSIFY, CONFIRM, createEvent, GET, tenantWithAccounts, UPDATE, type Accounts } from "./ledger-fixtures.js";
 
 let h: Harness;
 let t: Tenant;
 let acc: Accounts;
 beforeAll(async () => {
   h = await startHarness();
-  t = await createTenant(h);
-  acc = await accountsOf(h, t);
-  acc["Office Supplies"] = await addAccount(h, t, "Office Supplies", "expense", "expense");
+  ({ t, acc } = await tenantWithAccounts(h, { "Office Supplies": ["expense", "expense"] }));
 });
 afterAll(() => h?.close());
 

@@ -1,18 +1,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTenant, dataOf, startHarness, type Harness, type Tenant } from "./helpers/harness.js";
-import { accountsOf, addAccount, call, CONFIRM, createEvent, eventRow, GET, UPDATE, type Accounts } from "./ledger-fixtures.js";
+import { accountsOf, addAccount, call, CONFIRM, createEvent, eventRow, tenantWithAccounts, UPDATE, type Accounts } from "./ledger-fixtures.js";
 
 let h: Harness;
 let t: Tenant;
 let acc: Accounts;
 beforeAll(async () => {
   h = await startHarness();
-  t = await createTenant(h);
-  acc = await accountsOf(h, t);
-  acc["Office Supplies"] = await addAccount(h, t, "Office Supplies", "expense", "expense");
-  acc["Meals"] = await addAccount(h, t, "Meals", "expense", "expense");
-  acc["Equipment"] = await addAccount(h, t, "Equipment", "fixed_asset", "asset");
-  acc["Service Revenue"] = await addAccount(h, t, "Service Revenue", "income", "revenue");
+  ({ t, acc } = await tenantWithAccounts(h, { "Office Supplies": ["expense", "expense"], "Meals": ["expense", "expense"],
+    "Equipment": ["fixed_asset", "asset"], "Service Revenue": ["income", "revenue"] }));
   acc["PST Payable"] = await taxAccount(t, "PST Payable", "PST");
 });
 afterAll(() => h?.close());
