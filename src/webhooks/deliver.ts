@@ -3,6 +3,7 @@ import https from "node:https";
 import net from "node:net";
 import type pg from "pg";
 import type { Config } from "../config.js";
+import { ConnectionShare } from "../db/connection-share.js";
 import { logger } from "../logger.js";
 import { OutboundRefused, outboundOf, type OutboundOptions } from "../outbound/guard.js";
 import { webhookSecretContext, type SealedBox } from "../secrets/sealed-box.js";
@@ -125,21 +126,20 @@ export async function runWebhookDeliveries(jobDeps: WebhookDeliveryDeps, p: Webh
   return posted;
 }
 
-/** `pool`'s queries, at most `n` at a time (the others wait their turn, in order). */
+/**
+ * `pool`'s queries, at most `n` at a time, the others waiting their turn in order: the API's fair
+ * share of connections (ConnectionShare), here one job's. A query that waits longer than an
+ * endpoint's answer may take fails the job, which graphile-worker runs again after its backoff.
+ */
 function atMost(n: number, pool: Queries): Queries {
-  let running = 0;
-  const waiting: (() => void)[] = [];
+  const share = new ConnectionShare(n);
   return {
     async query<R extends pg.QueryResultRow>(text: string, values?: unknown[]) {
-      if (running >= n) await new Promise<void>((resolve) => waiting.push(resolve));
-      else running++;
+      const release = await share.acquire("job", Date.now() + ANSWER_TIMEOUT_MS);
       try {
         return await pool.query<R>(text, values);
       } finally {
-        // The turn passes to the next in line, or is given back.
-        const next = waiting.shift();
-        if (next) next();
-        else running--;
+        release();
       }
     },
   };
